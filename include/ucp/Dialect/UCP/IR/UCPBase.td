@@ -1,0 +1,47 @@
+//===- UCPBase.td - ucp dialect definition -----------------*- tablegen -*-===//
+//
+// The ucp dialect describes how each tensor of a model is laid out across the
+// ranks of a parallel group, as lists of affine pieces of the full tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_DIALECT_UCP_IR_UCPBASE_TD
+#define UCP_DIALECT_UCP_IR_UCPBASE_TD
+
+include "mlir/IR/OpBase.td"
+
+def UCP_Dialect : Dialect {
+  let name = "ucp";
+  let cppNamespace = "::ucp";
+  let summary = "Geometric maps of sharded checkpoint tensors";
+  let description = [{
+    The `ucp` dialect states, for every parameter of a model, which elements
+    of the full logical tensor `F` each rank's shard holds and where. It
+    replaces name-based layout categories with geometry: a shard is a list of
+    *pieces*, each a pair of `torch.as_strided` views (one into `F`, one into
+    the shard), the set of ranks holding identical data for the block, and the
+    factor the shard holds it by.
+
+    A module holds one `ucp.param` per parameter; a parameter holds one
+    `ucp.shard` per rank that holds anything; a shard holds its `ucp.piece`s.
+
+    ```mlir
+    ucp.param @"attn.c_attn.weight" shape [48, 8] world 4 {
+      ucp.shard rank 0 shape [24, 8] {
+        ucp.piece [8, 8] src 0 [8, 1] dst 0 [8, 1] on [0]
+        ucp.piece [16, 8] src 256 [8, 1] dst 64 [8, 1] on [0, 1, 2, 3]
+      }
+      ...
+    }
+    ```
+
+    Properties P1 (coverage) and P5 (homogeneity) and the tiling of every
+    shard are whole-map facts and are checked by `--ucp-verify`; everything a
+    single op can check is checked by its verifier.
+  }];
+}
+
+class UCP_Op<string mnemonic, list<Trait> traits = []>
+    : Op<UCP_Dialect, mnemonic, traits>;
+
+#endif // UCP_DIALECT_UCP_IR_UCPBASE_TD

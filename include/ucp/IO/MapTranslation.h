@@ -1,0 +1,28 @@
+//===- MapTranslation.h - Map documents <-> ucp modules ---------*- C++ -*-===//
+
+#ifndef UCP_IO_MAPTRANSLATION_H
+#define UCP_IO_MAPTRANSLATION_H
+
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+
+namespace ucp {
+
+/// Imports the map document `text` (read from `filename`) as a module of
+/// `ucp.param` ops, each located at its JSON path. Emits a diagnostic and
+/// returns null on malformed input.
+mlir::OwningOpRef<mlir::ModuleOp> importMapDocument(llvm::StringRef text,
+                                                    llvm::StringRef filename,
+                                                    mlir::MLIRContext *context);
+
+/// Writes the map document of every `ucp.param` in `module` to `os`.
+mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
+                                      llvm::raw_ostream &os);
+
+/// Registers the `--import-json`, `--export-json` and `--summarize`
+/// translations.
+void registerMapTranslations();
+
+} // namespace ucp
+
+#endif // UCP_IO_MAPTRANSLATION_H

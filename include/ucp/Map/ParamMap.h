@@ -1,0 +1,123 @@
+//===- ParamMap.h - Plain C++ model of a parameter map ----------*- C++ -*-===//
+//
+// The IR's content as plain data, so that analyses, importers and executors
+// can work without an MLIRContext. The ucp dialect ops convert to and from
+// these structs one to one (see ucp/Dialect/UCP/IR/ParamMapConversion.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_MAP_PARAMMAP_H
+#define UCP_MAP_PARAMMAP_H
+
+#include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace ucp {
+
+/// A list of extents, strides or a multi-index, outermost dimension first.
+using Extents = llvm::SmallVector<int64_t, 4>;
+
+/// One side of a piece: `torch.as_strided`'s storage offset and strides, in
+/// elements.
+struct StridedView {
+  int64_t offset = 0;
+  Extents strides;
+
+  bool operator==(const StridedView &other) const {
+    return offset == other.offset && strides == other.strides;
+  }
+};
+
+/// A block of F held by a shard (spec §2.1).
+struct Piece {
+  /// The extent of the block, shared by both views.
+  Extents shape;
+  /// Where the block sits in F.
+  StridedView source;
+  /// Where the block sits in the shard.
+  StridedView dest;
+  /// The ranks holding identical data for the block; sorted and unique.
+  llvm::SmallVector<int64_t, 4> locations;
+  /// The shard holds `full * scale`.
+  double scale = 1.0;
+
+  bool operator==(const Piece &other) const {
+    return shape == other.shape && source == other.source &&
+           dest == other.dest && locations == other.locations &&
+           scale == other.scale;
+  }
+};
+
+/// What one rank holds of a parameter: a row-major tensor of `shape`
+/// filled by `pieces`.
+struct Shard {
+  int64_t rank = 0;
+  Extents shape;
+  std::vector<Piece> pieces;
+};
+
+/// The map of one parameter over a group of `worldSize` ranks (spec §2.2).
+/// Shards are in ascending rank order; a rank without a shard holds nothing.
+struct ParamMap {
+  std::string name;
+  Extents logicalShape;
+  int64_t worldSize = 1;
+  std::vector<Shard> shards;
+};
+
+//===----------------------------------------------------------------------===//
+// Index arithmetic
+//===----------------------------------------------------------------------===//
+
+/// Returns the number of elements of `shape`, or nothing if it overflows
+/// int64 or an extent is negative.
+std::optional<int64_t> getNumElements(llvm::ArrayRef<int64_t> shape);
+
+/// Returns the row-major strides of `shape`.
+Extents getRowMajorStrides(llvm::ArrayRef<int64_t> shape);
+
+/// Returns the multi-index of the row-major storage `offset` in `shape`.
+Extents unravelIndex(int64_t offset, llvm::ArrayRef<int64_t> shape);
+
+/// Returns the storage offset of the last element of the view `shape` at
+/// `view` (the largest offset it touches), or nothing on int64 overflow.
+/// The view must be non-empty.
+std::optional<int64_t> getLastOffset(llvm::ArrayRef<int64_t> shape,
+                                     const StridedView &view);
+
+/// Prints a multi-index or shape as `[a, b, c]`.
+std::string formatList(llvm::ArrayRef<int64_t> values);
+
+//===----------------------------------------------------------------------===//
+// Local invariants
+//
+// Each check returns an empty string when the invariant holds and otherwise
+// a lower-case diagnostic naming the offending value. Op verifiers and the
+// importers share them so that a map is refused with the same words
+// whichever way it arrives.
+//===----------------------------------------------------------------------===//
+
+/// Checks a parameter's logical shape and world size.
+std::string checkParamHeader(llvm::ArrayRef<int64_t> logicalShape,
+                             int64_t worldSize);
+
+/// Checks a shard's rank and shape against its parameter's world size.
+std::string checkShardHeader(int64_t rank, llvm::ArrayRef<int64_t> shardShape,
+                             int64_t worldSize);
+
+/// Checks everything about `piece` that needs no other piece: ranks of the
+/// shape and strides, signs, both views in bounds, locations and scale.
+std::string checkPiece(const Piece &piece,
+                       llvm::ArrayRef<int64_t> logicalShape,
+                       llvm::ArrayRef<int64_t> shardShape, int64_t rank,
+                       int64_t worldSize);
+
+} // namespace ucp
+
+#endif // UCP_MAP_PARAMMAP_H

@@ -1,0 +1,512 @@
+//===- MapDocument.cpp - The JSON map document of spec §6.2 ---------------===//
+
+#include "ucp/IO/MapDocument.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <map>
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+namespace json = llvm::json;
+
+//===----------------------------------------------------------------------===//
+// Parameter patterns
+//===----------------------------------------------------------------------===//
+
+/// The characters Python's `re.escape` escapes (Python 3.7 and later).
+static constexpr StringRef kEscapedByPython = "()[]{}?*+-|^$\\.&~# \t\n\r\v\f";
+/// Unescaped, these make a pattern match more than one name.
+static constexpr StringRef kRegexOperators = "()[]{}?*+|^$\\";
+
+std::string ucp::getParamPattern(StringRef name) {
+  std::string pattern = "^";
+  for (char c : name) {
+    if (kEscapedByPython.contains(c))
+      pattern += '\\';
+    pattern += c;
+  }
+  pattern += '$';
+  return pattern;
+}
+
+Expected<std::string> ucp::getParamName(StringRef pattern) {
+  if (pattern.size() < 2 || !pattern.starts_with("^") ||
+      !pattern.ends_with("$") || pattern.ends_with("\\$"))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "parameter key must be an exact-match pattern '^' + escaped name + "
+        "'$', e.g. '" +
+            getParamPattern(pattern) + "'");
+  StringRef body = pattern.drop_front().drop_back();
+  std::string name;
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c == '\\') {
+      name += body[++i];
+      continue;
+    }
+    if (kRegexOperators.contains(c))
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "parameter key has the unescaped regex operator '" +
+              std::string(1, c) + "' at position " + std::to_string(i + 1) +
+              "; it must match exactly one name");
+    name += c;
+  }
+  return name;
+}
+
+//===----------------------------------------------------------------------===//
+// Reading
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// A JSON path, printed as `$.params["key"].pieces[2]`.
+class JsonPath {
+public:
+  JsonPath field(StringRef key) const {
+    std::string quoted;
+    llvm::raw_string_ostream os(quoted);
+    os << json::Value(key);
+    if (isIdentifier(key))
+      return JsonPath(text + "." + key.str());
+    return JsonPath(text + "[" + quoted + "]");
+  }
+  JsonPath index(size_t i) const {
+    return JsonPath(text + "[" + std::to_string(i) + "]");
+  }
+  Error error(const llvm::Twine &message) const {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   text + ": " + message.str());
+  }
+  JsonPath() : text("$") {}
+
+private:
+  explicit JsonPath(std::string text) : text(std::move(text)) {}
+  static bool isIdentifier(StringRef key) {
+    return !key.empty() && llvm::all_of(key, [](char c) {
+      return llvm::isAlnum(c) || c == '_';
+    });
+  }
+  std::string text;
+};
+
+/// Names the JSON type of `value` for diagnostics.
+StringRef getKindName(const json::Value &value) {
+  switch (value.kind()) {
+  case json::Value::Null:
+    return "null";
+  case json::Value::Boolean:
+    return "a boolean";
+  case json::Value::Number:
+    return "a number";
+  case json::Value::String:
+    return "a string";
+  case json::Value::Array:
+    return "an array";
+  case json::Value::Object:
+    return "an object";
+  }
+  llvm_unreachable("unknown JSON kind");
+}
+
+/// Reads the parts of a document, tracking where it is.
+class DocumentReader {
+public:
+  Expected<std::vector<ParamMap>> read(const json::Value &root);
+
+private:
+  Expected<const json::Object *> getObject(const json::Value &value,
+                                           const JsonPath &path) {
+    if (const json::Object *object = value.getAsObject())
+      return object;
+    return path.error("expected an object, got " + getKindName(value));
+  }
+  Expected<const json::Array *> getArray(const json::Value &value,
+                                         const JsonPath &path) {
+    if (const json::Array *array = value.getAsArray())
+      return array;
+    return path.error("expected an array, got " + getKindName(value));
+  }
+  Expected<int64_t> getInteger(const json::Value &value, const JsonPath &path) {
+    if (value.kind() == json::Value::Boolean)
+      return path.error("expected an integer, got a boolean");
+    if (std::optional<int64_t> integer = value.getAsInteger())
+      return *integer;
+    if (value.kind() == json::Value::Number)
+      return path.error("expected an integer, got " +
+                        std::to_string(*value.getAsNumber()));
+    return path.error("expected an integer, got " + getKindName(value));
+  }
+  Expected<Extents> getIntegers(const json::Value &value, const JsonPath &path) {
+    Expected<const json::Array *> array = getArray(value, path);
+    if (!array)
+      return array.takeError();
+    Extents result;
+    for (auto [i, element] : llvm::enumerate(**array)) {
+      Expected<int64_t> integer = getInteger(element, path.index(i));
+      if (!integer)
+        return integer.takeError();
+      result.push_back(*integer);
+    }
+    return result;
+  }
+  Expected<const json::Value *> getKey(const json::Object &object,
+                                       StringRef key, const JsonPath &path) {
+    if (const json::Value *value = object.get(key))
+      return value;
+    return path.error("missing key \"" + key + "\"");
+  }
+  Error checkKeys(const json::Object &object, llvm::ArrayRef<StringRef> known,
+                  const JsonPath &path) {
+    for (const auto &entry : object) {
+      if (!llvm::is_contained(known, StringRef(entry.first)))
+        return path.field(entry.first)
+            .error("unknown key; expected one of " +
+                   llvm::join(known.begin(), known.end(), ", "));
+    }
+    return Error::success();
+  }
+
+  /// Reads `[offset, [strides]]`.
+  Expected<StridedView> readView(const json::Value &value,
+                                 const JsonPath &path);
+  Expected<Piece> readPiece(const json::Value &value, const JsonPath &path);
+  Expected<ParamMap> readParam(StringRef key, const json::Value &value,
+                               const JsonPath &path);
+};
+
+} // namespace
+
+Expected<StridedView> DocumentReader::readView(const json::Value &value,
+                                               const JsonPath &path) {
+  Expected<const json::Array *> array = getArray(value, path);
+  if (!array)
+    return array.takeError();
+  if ((*array)->size() != 2)
+    return path.error("expected [offset, [strides]], got an array of " +
+                      std::to_string((*array)->size()) + " elements");
+  StridedView view;
+  Expected<int64_t> offset = getInteger((**array)[0], path.index(0));
+  if (!offset)
+    return offset.takeError();
+  view.offset = *offset;
+  Expected<Extents> strides = getIntegers((**array)[1], path.index(1));
+  if (!strides)
+    return strides.takeError();
+  view.strides = std::move(*strides);
+  return view;
+}
+
+Expected<Piece> DocumentReader::readPiece(const json::Value &value,
+                                          const JsonPath &path) {
+  Expected<const json::Object *> object = getObject(value, path);
+  if (!object)
+    return object.takeError();
+  if (Error error = checkKeys(
+          **object, {"shape", "source", "dest", "locations", "scale"}, path))
+    return std::move(error);
+
+  Piece piece;
+  for (StringRef key : {"shape", "source", "dest", "locations"}) {
+    if (Expected<const json::Value *> v = getKey(**object, key, path); !v)
+      return v.takeError();
+  }
+  Expected<Extents> shape = getIntegers(*(*object)->get("shape"),
+                                        path.field("shape"));
+  if (!shape)
+    return shape.takeError();
+  piece.shape = std::move(*shape);
+  Expected<StridedView> source =
+      readView(*(*object)->get("source"), path.field("source"));
+  if (!source)
+    return source.takeError();
+  piece.source = std::move(*source);
+  Expected<StridedView> dest =
+      readView(*(*object)->get("dest"), path.field("dest"));
+  if (!dest)
+    return dest.takeError();
+  piece.dest = std::move(*dest);
+  Expected<Extents> locations =
+      getIntegers(*(*object)->get("locations"), path.field("locations"));
+  if (!locations)
+    return locations.takeError();
+  piece.locations.assign(locations->begin(), locations->end());
+  if (const json::Value *scale = (*object)->get("scale")) {
+    std::optional<double> number = scale->getAsNumber();
+    if (!number)
+      return path.field("scale").error("expected a number, got " +
+                                       getKindName(*scale));
+    piece.scale = *number;
+  }
+  return piece;
+}
+
+Expected<ParamMap> DocumentReader::readParam(StringRef key,
+                                             const json::Value &value,
+                                             const JsonPath &path) {
+  Expected<std::string> name = getParamName(key);
+  if (!name)
+    return path.error(llvm::toString(name.takeError()));
+  Expected<const json::Object *> object = getObject(value, path);
+  if (!object)
+    return object.takeError();
+  if (Error error = checkKeys(**object, {"logical_shape", "ranks"}, path))
+    return std::move(error);
+
+  ParamMap map;
+  map.name = std::move(*name);
+  Expected<const json::Value *> shapeValue =
+      getKey(**object, "logical_shape", path);
+  if (!shapeValue)
+    return shapeValue.takeError();
+  Expected<Extents> shape =
+      getIntegers(**shapeValue, path.field("logical_shape"));
+  if (!shape)
+    return shape.takeError();
+  map.logicalShape = std::move(*shape);
+
+  Expected<const json::Value *> ranksValue = getKey(**object, "ranks", path);
+  if (!ranksValue)
+    return ranksValue.takeError();
+  JsonPath ranksPath = path.field("ranks");
+  Expected<const json::Object *> ranks = getObject(**ranksValue, ranksPath);
+  if (!ranks)
+    return ranks.takeError();
+
+  // Rank keys, in ascending rank order, refusing two keys for one rank.
+  std::map<int64_t, StringRef> keyOfRank;
+  for (const auto &entry : **ranks) {
+    StringRef rankKey = entry.first;
+    int64_t rank;
+    if (rankKey.getAsInteger(10, rank))
+      return ranksPath.field(rankKey).error("rank key \"" + rankKey +
+                                            "\" is not an integer");
+    auto [it, inserted] = keyOfRank.try_emplace(rank, rankKey);
+    if (!inserted)
+      return ranksPath.field(rankKey).error(
+          "rank " + std::to_string(rank) + " is listed twice, as \"" +
+          it->second + "\" and \"" + rankKey + "\"");
+  }
+
+  // The document does not record the world size: it is the smallest world
+  // holding every rank and location it names.
+  map.worldSize = keyOfRank.empty() ? 1 : keyOfRank.rbegin()->first + 1;
+  for (auto [rank, rankKey] : keyOfRank) {
+    JsonPath rankPath = ranksPath.field(rankKey);
+    Expected<const json::Object *> rankObject =
+        getObject(*(*ranks)->get(rankKey), rankPath);
+    if (!rankObject)
+      return rankObject.takeError();
+    if (Error error =
+            checkKeys(**rankObject, {"shard_shape", "pieces"}, rankPath))
+      return std::move(error);
+    Shard &shard = map.shards.emplace_back();
+    shard.rank = rank;
+    Expected<const json::Value *> shardShape =
+        getKey(**rankObject, "shard_shape", rankPath);
+    if (!shardShape)
+      return shardShape.takeError();
+    Expected<Extents> extents =
+        getIntegers(**shardShape, rankPath.field("shard_shape"));
+    if (!extents)
+      return extents.takeError();
+    shard.shape = std::move(*extents);
+    Expected<const json::Value *> piecesValue =
+        getKey(**rankObject, "pieces", rankPath);
+    if (!piecesValue)
+      return piecesValue.takeError();
+    JsonPath piecesPath = rankPath.field("pieces");
+    Expected<const json::Array *> pieces = getArray(**piecesValue, piecesPath);
+    if (!pieces)
+      return pieces.takeError();
+    for (auto [i, pieceValue] : llvm::enumerate(**pieces)) {
+      Expected<Piece> piece = readPiece(pieceValue, piecesPath.index(i));
+      if (!piece)
+        return piece.takeError();
+      for (int64_t location : piece->locations)
+        map.worldSize = std::max(map.worldSize, location + 1);
+      shard.pieces.push_back(std::move(*piece));
+    }
+  }
+
+  // Local invariants, reported at the value that breaks them.
+  if (std::string error = checkParamHeader(map.logicalShape, map.worldSize);
+      !error.empty())
+    return path.field("logical_shape").error(error);
+  for (const Shard &shard : map.shards) {
+    JsonPath rankPath = ranksPath.field(keyOfRank[shard.rank]);
+    if (std::string error =
+            checkShardHeader(shard.rank, shard.shape, map.worldSize);
+        !error.empty())
+      return rankPath.error(error);
+    for (auto [i, piece] : llvm::enumerate(shard.pieces)) {
+      if (std::string error = checkPiece(piece, map.logicalShape, shard.shape,
+                                         shard.rank, map.worldSize);
+          !error.empty())
+        return rankPath.field("pieces").index(i).error(error);
+    }
+  }
+  return map;
+}
+
+Expected<std::vector<ParamMap>>
+DocumentReader::read(const json::Value &root) {
+  JsonPath path;
+  Expected<const json::Object *> object = getObject(root, path);
+  if (!object)
+    return object.takeError();
+  // A whole UNIVERSAL_CHECKPOINT_INFO object, or a wrapper, carries the map
+  // under "affine_map".
+  if (const json::Value *inner = (*object)->get("affine_map")) {
+    path = path.field("affine_map");
+    object = getObject(*inner, path);
+    if (!object)
+      return object.takeError();
+  } else if (!(*object)->get("params")) {
+    return path.error("not a map document: expected an object with "
+                      "\"params\", or one with \"affine_map\"");
+  }
+  if (Error error = checkKeys(**object, {"version", "params"}, path))
+    return std::move(error);
+
+  if (const json::Value *version = (*object)->get("version")) {
+    Expected<int64_t> number = getInteger(*version, path.field("version"));
+    if (!number)
+      return number.takeError();
+    if (*number > 1)
+      return path.field("version").error(
+          "map encoding version " + std::to_string(*number) +
+          " is newer than the supported version 1");
+    if (*number < 1)
+      return path.field("version").error("map encoding version " +
+                                         std::to_string(*number) +
+                                         " is not a valid version");
+  }
+
+  Expected<const json::Value *> paramsValue =
+      getKey(**object, "params", path);
+  if (!paramsValue)
+    return paramsValue.takeError();
+  JsonPath paramsPath = path.field("params");
+  Expected<const json::Object *> params = getObject(**paramsValue, paramsPath);
+  if (!params)
+    return params.takeError();
+
+  std::vector<ParamMap> maps;
+  std::map<std::string, std::string> keyOfName;
+  for (const auto &entry : **params) {
+    StringRef key = entry.first;
+    Expected<ParamMap> map =
+        readParam(key, entry.second, paramsPath.field(key));
+    if (!map)
+      return map.takeError();
+    auto [it, inserted] = keyOfName.try_emplace(map->name, key.str());
+    if (!inserted)
+      return paramsPath.field(key).error("parameter '" + map->name +
+                                         "' is also keyed as \"" +
+                                         it->second + "\"");
+    maps.push_back(std::move(*map));
+  }
+  llvm::sort(maps, [](const ParamMap &a, const ParamMap &b) {
+    return a.name < b.name;
+  });
+  return maps;
+}
+
+Expected<std::vector<ParamMap>> ucp::parseMapDocument(StringRef text) {
+  Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "not valid JSON: " +
+                                       llvm::toString(root.takeError()));
+  return DocumentReader().read(*root);
+}
+
+//===----------------------------------------------------------------------===//
+// Writing
+//===----------------------------------------------------------------------===//
+
+/// Writes `piece` on one line, keys in the spec's order.
+static void writePiece(const Piece &piece, llvm::raw_ostream &os) {
+  json::OStream j(os);
+  auto view = [&](const StridedView &v) {
+    j.array([&] {
+      j.value(v.offset);
+      j.value(json::Array(v.strides));
+    });
+  };
+  j.object([&] {
+    j.attribute("shape", json::Array(piece.shape));
+    j.attributeBegin("source");
+    view(piece.source);
+    j.attributeEnd();
+    j.attributeBegin("dest");
+    view(piece.dest);
+    j.attributeEnd();
+    j.attribute("locations", json::Array(piece.locations));
+    if (piece.scale != 1.0)
+      j.attribute("scale", piece.scale);
+  });
+}
+
+/// Writes `values` on one line.
+static void writeList(json::OStream &j, StringRef key,
+                      llvm::ArrayRef<int64_t> values) {
+  j.attributeBegin(key);
+  j.rawValue([&](llvm::raw_ostream &os) { os << json::Value(json::Array(values)); });
+  j.attributeEnd();
+}
+
+void ucp::writeMapDocument(llvm::ArrayRef<ParamMap> maps,
+                           llvm::raw_ostream &os) {
+  std::vector<const ParamMap *> byPattern;
+  for (const ParamMap &map : maps)
+    byPattern.push_back(&map);
+  llvm::sort(byPattern, [](const ParamMap *a, const ParamMap *b) {
+    return getParamPattern(a->name) < getParamPattern(b->name);
+  });
+
+  json::OStream j(os, /*IndentSize=*/2);
+  j.object([&] {
+    j.attribute("version", 1);
+    j.attributeObject("params", [&] {
+      for (const ParamMap *map : byPattern) {
+        std::map<int64_t, const Shard *> shardOfRank;
+        for (const Shard &shard : map->shards)
+          shardOfRank[shard.rank] = &shard;
+        j.attributeObject(getParamPattern(map->name), [&] {
+          writeList(j, "logical_shape", map->logicalShape);
+          j.attributeObject("ranks", [&] {
+            for (int64_t rank = 0; rank < map->worldSize; ++rank) {
+              auto it = shardOfRank.find(rank);
+              j.attributeObject(std::to_string(rank), [&] {
+                if (it == shardOfRank.end()) {
+                  // A rank holding nothing is listed so that the world size
+                  // survives the round trip.
+                  writeList(j, "shard_shape",
+                            Extents(map->logicalShape.size(), 0));
+                  j.attributeArray("pieces", [] {});
+                  return;
+                }
+                writeList(j, "shard_shape", it->second->shape);
+                j.attributeArray("pieces", [&] {
+                  for (const Piece &piece : it->second->pieces)
+                    j.rawValue([&](llvm::raw_ostream &out) {
+                      writePiece(piece, out);
+                    });
+                });
+              });
+            }
+          });
+        });
+      }
+    });
+  });
+  os << "\n";
+}

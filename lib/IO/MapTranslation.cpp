@@ -1,0 +1,135 @@
+//===- MapTranslation.cpp - Map documents <-> ucp modules -----------------===//
+
+#include "ucp/IO/MapTranslation.h"
+#include "ucp/Analysis/MapVerifier.h"
+#include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
+#include "ucp/IO/MapDocument.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/SourceMgr.h"
+
+using namespace mlir;
+using namespace ucp;
+
+OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
+                                             llvm::StringRef filename,
+                                             MLIRContext *context) {
+  context->loadDialect<UCPDialect>();
+  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
+  llvm::Expected<std::vector<ParamMap>> maps = parseMapDocument(text);
+  if (!maps) {
+    emitError(fileLoc) << llvm::toString(maps.takeError());
+    return nullptr;
+  }
+
+  OpBuilder builder(context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+  for (const ParamMap &map : *maps) {
+    // Each op is located at its JSON path, so that later diagnostics say
+    // where in the document the offending piece is.
+    std::string paramPath =
+        "$.params[\"" + getParamPattern(map.name) + "\"]";
+    auto locate = [&](int shard, int piece) -> Location {
+      std::string path = paramPath;
+      if (shard >= 0)
+        path += ".ranks[\"" + std::to_string(map.shards[shard].rank) + "\"]";
+      if (piece >= 0)
+        path += ".pieces[" + std::to_string(piece) + "]";
+      return NameLoc::get(StringAttr::get(context, path), fileLoc);
+    };
+    buildParamOp(builder, fileLoc, map, locate);
+  }
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+/// Returns the plain maps of every `ucp.param` in `module`.
+static std::vector<ParamMap> collectMaps(ModuleOp module) {
+  std::vector<ParamMap> maps;
+  for (ParamOp param : module.getOps<ParamOp>())
+    maps.push_back(toParamMap(param));
+  return maps;
+}
+
+LogicalResult ucp::exportMapDocument(ModuleOp module, llvm::raw_ostream &os) {
+  writeMapDocument(collectMaps(module), os);
+  return success();
+}
+
+/// Prints one line per parameter (shape, world, pieces per rank, elements,
+/// replication, verification status) and a total.
+static LogicalResult printSummary(ModuleOp module, llvm::raw_ostream &os) {
+  std::vector<ParamMap> maps = collectMaps(module);
+  size_t nameWidth = 9;
+  for (const ParamMap &map : maps)
+    nameWidth = std::max(nameWidth, map.name.size());
+
+  os << llvm::left_justify("parameter", nameWidth) << "  "
+     << llvm::left_justify("shape", 14) << " world  "
+     << llvm::left_justify("pieces/rank", 18) << llvm::right_justify("elements", 12)
+     << llvm::right_justify("stored", 12) << "  verify\n";
+  int64_t pieces = 0, elements = 0, stored = 0, failing = 0;
+  for (const ParamMap &map : maps) {
+    VerifyReport report = verifyParamMap(map);
+    std::string perRank;
+    int64_t mapStored = 0;
+    for (const RankAccount &account : report.ranks) {
+      perRank += (perRank.empty() ? "" : " ") + std::to_string(account.pieces);
+      pieces += account.pieces;
+      mapStored += account.shardElements;
+    }
+    elements += report.elements;
+    stored += mapStored;
+    failing += !report.ok();
+    os << llvm::left_justify(map.name, nameWidth) << "  "
+       << llvm::left_justify(formatList(map.logicalShape), 14)
+       << llvm::format_decimal(map.worldSize, 6) << "  "
+       << llvm::left_justify(perRank, 18)
+       << llvm::format_decimal(report.elements, 12)
+       << llvm::format_decimal(mapStored, 12) << "  "
+       << (report.ok() ? "ok"
+                       : std::to_string(report.violations.size()) +
+                             " violations")
+       << "\n";
+  }
+  os << "total: " << maps.size() << " parameters, " << pieces << " pieces, "
+     << elements << " elements of F, " << stored << " stored ("
+     << llvm::format("%.2f", elements ? double(stored) / elements : 0.0)
+     << "x replication), " << failing << " failing verification\n";
+  return success();
+}
+
+void ucp::registerMapTranslations() {
+  static TranslateToMLIRRegistration importJson(
+      "import-json", "import a JSON map document (spec §6.2) as ucp ops",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        return importMapDocument(buffer->getBuffer(),
+                                 buffer->getBufferIdentifier(), context);
+      });
+  auto registerDialects = [](DialectRegistry &registry) {
+    registry.insert<UCPDialect>();
+  };
+  static TranslateFromMLIRRegistration exportJson(
+      "export-json", "export ucp ops as a JSON map document (spec §6.2)",
+      [](Operation *op, llvm::raw_ostream &os) {
+        return exportMapDocument(cast<ModuleOp>(op), os);
+      },
+      registerDialects);
+  static TranslateFromMLIRRegistration summarize(
+      "summarize",
+      "print a table of every parameter: shape, world, pieces per rank, "
+      "elements, storage and verification status",
+      [](Operation *op, llvm::raw_ostream &os) {
+        return printSummary(cast<ModuleOp>(op), os);
+      },
+      registerDialects);
+}

@@ -1,0 +1,196 @@
+//===- ParamMap.cpp - Plain C++ model of a parameter map ------------------===//
+//
+// Index arithmetic and the local invariants of maps, shards and pieces.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/Map/ParamMap.h"
+
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace ucp;
+using llvm::ArrayRef;
+
+std::optional<int64_t> ucp::getNumElements(ArrayRef<int64_t> shape) {
+  int64_t count = 1;
+  for (int64_t extent : shape) {
+    if (extent < 0 || llvm::MulOverflow(count, extent, count))
+      return std::nullopt;
+  }
+  return count;
+}
+
+Extents ucp::getRowMajorStrides(ArrayRef<int64_t> shape) {
+  Extents strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+Extents ucp::unravelIndex(int64_t offset, ArrayRef<int64_t> shape) {
+  Extents index(shape.size(), 0);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+    if (shape[d] == 0)
+      continue;
+    index[d] = offset % shape[d];
+    offset /= shape[d];
+  }
+  return index;
+}
+
+std::optional<int64_t> ucp::getLastOffset(ArrayRef<int64_t> shape,
+                                          const StridedView &view) {
+  int64_t last = view.offset;
+  for (auto [extent, stride] : llvm::zip_equal(shape, view.strides)) {
+    int64_t step;
+    if (llvm::MulOverflow(extent - 1, stride, step) ||
+        llvm::AddOverflow(last, step, last))
+      return std::nullopt;
+  }
+  return last;
+}
+
+std::string ucp::formatList(ArrayRef<int64_t> values) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << '[';
+  llvm::interleaveComma(values, os);
+  os << ']';
+  return text;
+}
+
+//===----------------------------------------------------------------------===//
+// Local invariants
+//===----------------------------------------------------------------------===//
+
+/// Checks that every entry of `values` is non-negative.
+static std::string checkNonNegative(ArrayRef<int64_t> values,
+                                    const std::string &what) {
+  for (auto [dim, value] : llvm::enumerate(values)) {
+    if (value < 0)
+      return what + " " + std::to_string(value) + " in dimension " +
+             std::to_string(dim) + " must be non-negative";
+  }
+  return {};
+}
+
+std::string ucp::checkParamHeader(ArrayRef<int64_t> logicalShape,
+                                  int64_t worldSize) {
+  if (worldSize < 1)
+    return "world size must be positive, got " + std::to_string(worldSize);
+  if (std::string error = checkNonNegative(logicalShape, "logical extent");
+      !error.empty())
+    return error;
+  if (!getNumElements(logicalShape))
+    return "logical shape " + formatList(logicalShape) +
+           " has more elements than int64 can count";
+  return {};
+}
+
+std::string ucp::checkShardHeader(int64_t rank, ArrayRef<int64_t> shardShape,
+                                  int64_t worldSize) {
+  if (rank < 0 || rank >= worldSize)
+    return "rank " + std::to_string(rank) + " is outside the world [0, " +
+           std::to_string(worldSize) + ")";
+  if (std::string error = checkNonNegative(shardShape, "shard extent");
+      !error.empty())
+    return error;
+  if (!getNumElements(shardShape))
+    return "shard shape " + formatList(shardShape) +
+           " has more elements than int64 can count";
+  return {};
+}
+
+/// Checks that a non-empty view of `shape` stays inside a buffer of
+/// `bufferElements` elements.
+static std::string checkViewInBounds(ArrayRef<int64_t> shape,
+                                     const StridedView &view,
+                                     int64_t bufferElements,
+                                     const std::string &side,
+                                     const std::string &buffer) {
+  std::optional<int64_t> last = getLastOffset(shape, view);
+  if (!last)
+    return side + " view overflows int64";
+  if (*last >= bufferElements)
+    return side + " view reaches offset " + std::to_string(*last) + " of " +
+           buffer + ", which has " + std::to_string(bufferElements) +
+           " elements";
+  return {};
+}
+
+std::string ucp::checkPiece(const Piece &piece, ArrayRef<int64_t> logicalShape,
+                            ArrayRef<int64_t> shardShape, int64_t rank,
+                            int64_t worldSize) {
+  size_t rankOfShape = piece.shape.size();
+  if (piece.source.strides.size() != rankOfShape)
+    return "source strides " + formatList(piece.source.strides) + " have " +
+           std::to_string(piece.source.strides.size()) +
+           " entries but the shape " + formatList(piece.shape) + " has " +
+           std::to_string(rankOfShape);
+  if (piece.dest.strides.size() != rankOfShape)
+    return "dest strides " + formatList(piece.dest.strides) + " have " +
+           std::to_string(piece.dest.strides.size()) +
+           " entries but the shape " + formatList(piece.shape) + " has " +
+           std::to_string(rankOfShape);
+  if (std::string e = checkNonNegative(piece.shape, "extent"); !e.empty())
+    return e;
+  if (std::string e = checkNonNegative(piece.source.strides, "source stride");
+      !e.empty())
+    return e;
+  if (std::string e = checkNonNegative(piece.dest.strides, "dest stride");
+      !e.empty())
+    return e;
+  if (piece.source.offset < 0)
+    return "source offset " + std::to_string(piece.source.offset) +
+           " must be non-negative";
+  if (piece.dest.offset < 0)
+    return "dest offset " + std::to_string(piece.dest.offset) +
+           " must be non-negative";
+
+  std::optional<int64_t> pieceElements = getNumElements(piece.shape);
+  if (!pieceElements)
+    return "piece shape " + formatList(piece.shape) +
+           " has more elements than int64 can count";
+  // An empty piece covers nothing; DeepSpeed places such pieces at offset
+  // numel, so only non-empty views are bounds-checked.
+  if (*pieceElements > 0) {
+    int64_t fElements = getNumElements(logicalShape).value_or(0);
+    int64_t shardElements = getNumElements(shardShape).value_or(0);
+    if (std::string e = checkViewInBounds(piece.shape, piece.source,
+                                          fElements, "source", "F");
+        !e.empty())
+      return e;
+    if (std::string e = checkViewInBounds(piece.shape, piece.dest,
+                                          shardElements, "dest", "the shard");
+        !e.empty())
+      return e;
+  }
+
+  if (piece.locations.empty())
+    return "locations must name at least the rank " + std::to_string(rank) +
+           " that lists the piece";
+  for (size_t i = 1; i < piece.locations.size(); ++i) {
+    if (piece.locations[i - 1] >= piece.locations[i])
+      return "locations " + formatList(piece.locations) +
+             " must be sorted and unique";
+  }
+  for (int64_t location : piece.locations) {
+    if (location < 0 || location >= worldSize)
+      return "location " + std::to_string(location) +
+             " is outside the world [0, " + std::to_string(worldSize) + ")";
+  }
+  if (!llvm::is_contained(piece.locations, rank))
+    return "locations " + formatList(piece.locations) +
+           " do not include the rank " + std::to_string(rank) +
+           " that lists the piece";
+  if (!std::isfinite(piece.scale) || piece.scale == 0.0) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "scale must be finite and non-zero, got " << piece.scale;
+    return text;
+  }
+  return {};
+}
