@@ -83,21 +83,25 @@ public:
     return map.shards[ref.shard].pieces[ref.piece];
   }
 
-  /// Returns the first of `owners` (ascending, unique pieces holding an
-  /// element of F) whose locations or scale differ from the first's.
+  /// Returns the first of `owners` after the first that declares other
+  /// locations than the first, or failing that another scale.
   std::optional<PieceRef> findDiffering(ArrayRef<PieceRef> owners) const {
-    for (PieceRef other : owners.drop_front()) {
-      const Piece &a = piece(owners.front()), &b = piece(other);
-      if (a.locations != b.locations || a.scale != b.scale)
+    if (owners.empty())
+      return std::nullopt;
+    const Piece &head = piece(owners.front());
+    for (PieceRef other : owners.drop_front())
+      if (piece(other).locations != head.locations)
         return other;
-    }
+    for (PieceRef other : owners.drop_front())
+      if (piece(other).scale != head.scale)
+        return other;
     return std::nullopt;
   }
 
   /// Classifies `count` elements of F starting at `element`: `head` is the
-  /// first piece holding them (none if uncovered), `differing` the first
-  /// later one that declares other locations or another scale, and
-  /// `holders` the ranks whose pieces hold them (ascending).
+  /// first piece holding them (none if uncovered), `differing` the one
+  /// `findDiffering` picks among the holders, and `holders` the ranks whose
+  /// pieces hold them (ascending).
   void classifyF(std::optional<PieceRef> head,
                  std::optional<PieceRef> differing, ArrayRef<int64_t> holders,
                  ArrayRef<int64_t> element, int64_t count) {
@@ -281,10 +285,11 @@ VerifyReport ucp::verifyParamMapByWalking(const ParamMap &map) {
   constexpr uint32_t kNone = ~uint32_t(0);
   llvm::SmallVector<PieceRef> refs = getAllPieces(map);
 
-  // F: the first holder, the first later holder with another label, and the
-  // ranks holding each element.
+  // F: the first holder, the first later holders with other locations and
+  // with another scale, and the ranks holding each element.
   int64_t elements = getNumElements(map.logicalShape).value_or(0);
-  std::vector<uint32_t> first(elements, kNone), differing(elements, kNone);
+  std::vector<uint32_t> first(elements, kNone), otherLocations(elements, kNone),
+      otherScale(elements, kNone);
   std::vector<uint64_t> holderMask(elements, 0);
   for (auto [id, ref] : llvm::enumerate(refs)) {
     const Piece &p = classifier.piece(ref);
@@ -296,9 +301,10 @@ VerifyReport ucp::verifyParamMapByWalking(const ParamMap &map) {
         return;
       }
       const Piece &head = classifier.piece(refs[first[e]]);
-      if (differing[e] == kNone && first[e] != id &&
-          (head.locations != p.locations || head.scale != p.scale))
-        differing[e] = id;
+      if (otherLocations[e] == kNone && head.locations != p.locations)
+        otherLocations[e] = id;
+      if (otherScale[e] == kNone && head.scale != p.scale)
+        otherScale[e] = id;
     });
   }
   llvm::SmallVector<int64_t, 8> holders;
@@ -310,8 +316,10 @@ VerifyReport ucp::verifyParamMapByWalking(const ParamMap &map) {
     std::optional<PieceRef> head, other;
     if (first[e] != kNone)
       head = refs[first[e]];
-    if (differing[e] != kNone)
-      other = refs[differing[e]];
+    if (otherLocations[e] != kNone)
+      other = refs[otherLocations[e]];
+    else if (otherScale[e] != kNone)
+      other = refs[otherScale[e]];
     classifier.classifyF(head, other, holders,
                          unravelIndex(e, map.logicalShape), 1);
   }

@@ -34,30 +34,31 @@ std::string ucp::getParamPattern(StringRef name) {
 }
 
 Expected<std::string> ucp::getParamName(StringRef pattern) {
-  if (pattern.size() < 2 || !pattern.starts_with("^") ||
-      !pattern.ends_with("$") || pattern.ends_with("\\$"))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "parameter key must be an exact-match pattern '^' + escaped name + "
-        "'$', e.g. '" +
-            getParamPattern(pattern) + "'");
-  StringRef body = pattern.drop_front().drop_back();
+  auto refuse = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "parameter key " + why.str());
+  };
+  if (!pattern.starts_with("^"))
+    return refuse("must be an exact-match pattern '^' + escaped name + '$', "
+                  "e.g. '" +
+                  getParamPattern(pattern) + "'");
   std::string name;
-  for (size_t i = 0; i < body.size(); ++i) {
-    char c = body[i];
-    if (c == '\\') {
-      name += body[++i];
+  for (size_t i = 1; i < pattern.size(); ++i) {
+    char c = pattern[i];
+    if (c == '\\' && i + 1 < pattern.size()) {
+      name += pattern[++i];
       continue;
     }
+    if (c == '$' && i + 1 == pattern.size())
+      return name;
     if (kRegexOperators.contains(c))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "parameter key has the unescaped regex operator '" +
-              std::string(1, c) + "' at position " + std::to_string(i + 1) +
-              "; it must match exactly one name");
+      return refuse("has the unescaped regex operator '" + std::string(1, c) +
+                    "' at position " + std::to_string(i) +
+                    "; it must match exactly one name");
     name += c;
   }
-  return name;
+  return refuse("must end with an unescaped '$', e.g. '" +
+                getParamPattern(pattern.drop_front()) + "'");
 }
 
 //===----------------------------------------------------------------------===//
@@ -89,9 +90,8 @@ public:
 private:
   explicit JsonPath(std::string text) : text(std::move(text)) {}
   static bool isIdentifier(StringRef key) {
-    return !key.empty() && llvm::all_of(key, [](char c) {
-      return llvm::isAlnum(c) || c == '_';
-    });
+    return !key.empty() && !llvm::isDigit(key.front()) &&
+           llvm::all_of(key, [](char c) { return llvm::isAlnum(c) || c == '_'; });
   }
   std::string text;
 };

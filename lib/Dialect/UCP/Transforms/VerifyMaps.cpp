@@ -26,6 +26,17 @@ struct UCPVerifyPass : public ucp::impl::UCPVerifyPassBase<UCPVerifyPass> {
 
 } // namespace
 
+/// Attaches a note pointing at `what`. Imported map documents locate ops at
+/// their JSON path (a NameLoc), which the file location alone cannot show.
+static void notePiece(InFlightDiagnostic &diag, Location loc,
+                      llvm::StringRef what) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    diag.attachNote(loc) << what << " is at " << name.getName().getValue()
+                         << " in the map document";
+  else
+    diag.attachNote(loc) << what;
+}
+
 /// Returns the op of every piece of `param`, indexed like ParamMap.
 static std::vector<std::vector<PieceOp>> getPieceOps(ParamOp param) {
   std::vector<std::vector<PieceOp>> ops;
@@ -51,10 +62,16 @@ void UCPVerifyPass::runOnOperation() {
       else if (violation.shard)
         loc = shardOps[*violation.shard].getLoc();
       InFlightDiagnostic diag = emitError(loc, describeViolation(map, violation));
+      if (isa<NameLoc>(loc))
+        notePiece(diag, loc,
+                  violation.first   ? "the piece"
+                  : violation.shard ? "the shard"
+                                    : "the parameter");
       if (violation.second && !(*violation.second == *violation.first))
-        diag.attachNote(
-            pieceOps[violation.second->shard][violation.second->piece].getLoc())
-            << "the other piece";
+        notePiece(diag,
+                  pieceOps[violation.second->shard][violation.second->piece]
+                      .getLoc(),
+                  "the other piece");
     }
     return signalPassFailure();
   }

@@ -1,0 +1,45 @@
+//===- RandomMaps.h - Random parameter maps for property tests --*- C++ -*-===//
+//
+// Generates valid maps of random layouts (grid splits on random axes with
+// uneven and empty parts, random replication and scales, flat or stacked
+// shards, pieces written with permuted, flattened or padded dimensions) and
+// the standard maps of benchmarks.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_TEST_UNIT_RANDOMMAPS_H
+#define UCP_TEST_UNIT_RANDOMMAPS_H
+
+#include "ucp/Map/ParamMap.h"
+
+#include <random>
+
+namespace ucp::testing {
+
+/// Returns a valid map of a random layout of a tensor with at most
+/// `maxRank` dimensions of at most `maxExtent` elements over a world of at
+/// most `maxWorld` ranks.
+ParamMap makeRandomMap(std::mt19937_64 &rng, int maxRank = 4,
+                       int64_t maxExtent = 7, int64_t maxWorld = 6);
+
+/// Splits `total` into `parts` sizes, the remainder going to the low ranks
+/// (DeepSpeed's default rule: 10/4 -> [3, 3, 2, 2]).
+Extents splitEvenly(int64_t total, int64_t parts);
+
+/// Returns the map of `shape` split along `dim` by `sizes` (one shard per
+/// part, shards keep F's other extents; a column split when dim > 0).
+ParamMap makeSplitMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                      int64_t dim, llvm::ArrayRef<int64_t> sizes);
+
+/// Returns the map of `shape` replicated on `world` ranks with `scale`.
+ParamMap makeReplicatedMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                           int64_t world, double scale = 1.0);
+
+/// Returns bigcode's fused QKV map: q rows `[0, qRows)` split among the
+/// ranks, the kv rows after them replicated on every rank.
+ParamMap makeBigcodeMap(llvm::StringRef name, int64_t qRows, int64_t kvRows,
+                        int64_t cols, int64_t world);
+
+} // namespace ucp::testing
+
+#endif // UCP_TEST_UNIT_RANDOMMAPS_H
