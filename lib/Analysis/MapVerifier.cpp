@@ -13,7 +13,6 @@
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cstdio>
 #include <map>
 
 using namespace ucp;
@@ -354,10 +353,9 @@ VerifyReport ucp::verifyParamMapByWalking(const ParamMap &map) {
 // Diagnostics
 //===----------------------------------------------------------------------===//
 
-static std::string formatScale(double scale) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.9g", scale);
-  return text;
+/// Returns "1 element" or "N elements".
+static std::string countElements(int64_t count) {
+  return std::to_string(count) + (count == 1 ? " element" : " elements");
 }
 
 std::string ucp::describeViolation(const ParamMap &map, const Violation &v) {
@@ -374,40 +372,46 @@ std::string ucp::describeViolation(const ParamMap &map, const Violation &v) {
   std::string firstIs = "; the first is " + formatList(v.firstElement);
   switch (v.kind) {
   case ViolationKind::Uncovered:
-    os << v.count << " elements of F are held by no piece (P1)" << firstIs;
+    os << countElements(v.count) << " of F "
+       << (v.count == 1 ? "is" : "are") << " held by no piece (P1)" << firstIs;
     break;
   case ViolationKind::MixedLocations:
     os << pieceName(*v.first) << " (locations "
        << formatList(pieceOf(*v.first).locations) << ") and "
        << pieceName(*v.second) << " (locations "
-       << formatList(pieceOf(*v.second).locations) << ") share " << v.count
-       << " elements of F but declare different locations (P5)" << firstIs;
+       << formatList(pieceOf(*v.second).locations) << ") share "
+       << countElements(v.count)
+       << " of F but declare different locations (P5)" << firstIs;
     break;
   case ViolationKind::MixedScale:
     os << pieceName(*v.first) << " (scale "
        << formatScale(pieceOf(*v.first).scale) << ") and "
        << pieceName(*v.second) << " (scale "
-       << formatScale(pieceOf(*v.second).scale) << ") share " << v.count
-       << " elements of F but declare different scales (P5)" << firstIs;
+       << formatScale(pieceOf(*v.second).scale) << ") share "
+       << countElements(v.count)
+       << " of F but declare different scales (P5)" << firstIs;
     break;
   case ViolationKind::LocationsNotHolders:
     os << pieceName(*v.first) << " declares locations "
-       << formatList(pieceOf(*v.first).locations) << " but " << v.count
-       << " of its elements of F are held by ranks " << formatList(v.holders)
+       << formatList(pieceOf(*v.first).locations) << " but "
+       << countElements(v.count) << " of it in F "
+       << (v.count == 1 ? "is" : "are") << " held by ranks "
+       << formatList(v.holders)
        << " only (P5)" << firstIs;
     break;
   case ViolationKind::ShardHole:
-    os << "rank " << map.shards[*v.shard].rank << ": " << v.count
-       << " elements of the shard are written by no piece" << firstIs;
+    os << "rank " << map.shards[*v.shard].rank << ": "
+       << countElements(v.count) << " of the shard "
+       << (v.count == 1 ? "is" : "are") << " written by no piece" << firstIs;
     break;
   case ViolationKind::ShardOverlap:
     if (*v.first == *v.second)
-      os << pieceName(*v.first) << " writes " << v.count
-         << " elements of the shard more than once" << firstIs;
+      os << pieceName(*v.first) << " writes " << countElements(v.count)
+         << " of the shard more than once" << firstIs;
     else
       os << "rank " << map.shards[v.first->shard].rank << " pieces #"
          << v.first->piece << " and #" << v.second->piece << " both write "
-         << v.count << " elements of the shard" << firstIs;
+         << countElements(v.count) << " of the shard" << firstIs;
     break;
   case ViolationKind::TooIrregular:
     os << pieceName(*v.first) << ": a view decomposes into more than "

@@ -287,6 +287,9 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
     if (rankKey.getAsInteger(10, rank))
       return ranksPath.field(rankKey).error("rank key \"" + rankKey +
                                             "\" is not an integer");
+    if (rank < 0)
+      return ranksPath.field(rankKey).error("rank key \"" + rankKey +
+                                            "\" is negative");
     auto [it, inserted] = keyOfRank.try_emplace(rank, rankKey);
     if (!inserted)
       return ranksPath.field(rankKey).error(

@@ -10,6 +10,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <cmath>
+#include <cstdio>
 
 using namespace ucp;
 using llvm::ArrayRef;
@@ -59,6 +60,12 @@ std::string ucp::formatList(ArrayRef<int64_t> values) {
   os << '[';
   llvm::interleaveComma(values, os);
   os << ']';
+  return text;
+}
+
+std::string ucp::formatScale(double scale) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.9g", scale);
   return text;
 }
 
@@ -114,10 +121,15 @@ static std::string checkViewInBounds(ArrayRef<int64_t> shape,
   std::optional<int64_t> last = getLastOffset(shape, view);
   if (!last)
     return side + " view overflows int64";
-  if (*last >= bufferElements)
-    return side + " view reaches offset " + std::to_string(*last) + " of " +
-           buffer + ", which has " + std::to_string(bufferElements) +
-           " elements";
+  if (*last >= bufferElements) {
+    // Strides are non-negative, so the farthest element is the last one.
+    Extents lastIndex;
+    for (int64_t extent : shape)
+      lastIndex.push_back(extent - 1);
+    return side + " view element " + formatList(lastIndex) +
+           " lands at offset " + std::to_string(*last) + " of " + buffer +
+           ", which has " + std::to_string(bufferElements) + " elements";
+  }
   return {};
 }
 
@@ -186,11 +198,7 @@ std::string ucp::checkPiece(const Piece &piece, ArrayRef<int64_t> logicalShape,
     return "locations " + formatList(piece.locations) +
            " do not include the rank " + std::to_string(rank) +
            " that lists the piece";
-  if (!std::isfinite(piece.scale) || piece.scale == 0.0) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << "scale must be finite and non-zero, got " << piece.scale;
-    return text;
-  }
+  if (!std::isfinite(piece.scale) || piece.scale == 0.0)
+    return "scale must be finite and non-zero, got " + formatScale(piece.scale);
   return {};
 }

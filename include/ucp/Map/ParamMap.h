@@ -94,6 +94,10 @@ std::optional<int64_t> getLastOffset(llvm::ArrayRef<int64_t> shape,
 /// Prints a multi-index or shape as `[a, b, c]`.
 std::string formatList(llvm::ArrayRef<int64_t> values);
 
+/// Prints a scale in the shortest form that keeps 9 significant digits
+/// (`0.25`, `3`, `inf`).
+std::string formatScale(double scale);
+
 //===----------------------------------------------------------------------===//
 // Local invariants
 //

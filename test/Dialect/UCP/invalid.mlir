@@ -1,0 +1,248 @@
+// RUN: affine-opt %s -split-input-file -verify-diagnostics
+
+// expected-error@+1 {{world size must be positive, got 0}}
+ucp.param @w shape [4] world 0 {
+}
+
+// -----
+
+// expected-error@+1 {{logical extent -4 in dimension 1 must be non-negative}}
+ucp.param @w shape [2, -4] world 1 {
+}
+
+// -----
+
+// expected-error@+1 {{logical shape [4294967296, 4294967296] has more elements than int64 can count}}
+ucp.param @w shape [4294967296, 4294967296] world 1 {
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  // expected-error@+1 {{rank 2 is outside the world [0, 2)}}
+  ucp.shard rank 2 shape [4] {
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  // expected-error@+1 {{shard extent -1 in dimension 0 must be non-negative}}
+  ucp.shard rank 0 shape [-1] {
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  // expected-error@+1 {{shard shape [4294967296, 4294967296] has more elements than int64 can count}}
+  ucp.shard rank 0 shape [4294967296, 4294967296] {
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  // expected-note@+1 {{first shard of the rank here}}
+  ucp.shard rank 1 shape [4] {
+  }
+  // expected-error@+1 {{rank 1 has more than one shard}}
+  ucp.shard rank 1 shape [4] {
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  // expected-error@+1 {{'ucp.piece' op expects parent op 'ucp.shard'}}
+  ucp.piece [4] src 0 [1] dst 0 [1] on [0]
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{source strides [1, 1] have 2 entries but the shape [4] has 1}}
+    ucp.piece [4] src 0 [1, 1] dst 0 [1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{dest strides [] have 0 entries but the shape [4] has 1}}
+    ucp.piece [4] src 0 [1] dst 0 [] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{extent -4 in dimension 0 must be non-negative}}
+    ucp.piece [-4] src 0 [1] dst 0 [1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{source stride -1 in dimension 0 must be non-negative}}
+    ucp.piece [4] src 3 [-1] dst 0 [1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{dest stride -1 in dimension 0 must be non-negative}}
+    ucp.piece [4] src 0 [1] dst 3 [-1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{source offset -1 must be non-negative}}
+    ucp.piece [1] src -1 [1] dst 0 [1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{dest offset -1 must be non-negative}}
+    ucp.piece [1] src 0 [1] dst -1 [1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{piece shape [4294967296, 4294967296] has more elements than int64 can count}}
+    ucp.piece [4294967296, 4294967296] src 0 [0, 0] dst 0 [0, 0] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [8, 4] world 1 {
+  ucp.shard rank 0 shape [32] {
+    // expected-error@+1 {{source view element [7, 3] lands at offset 35 of F, which has 32 elements}}
+    ucp.piece [8, 4] src 4 [4, 1] dst 0 [4, 1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [8, 4] world 1 {
+  ucp.shard rank 0 shape [8, 4] {
+    // expected-error@+1 {{dest view element [7, 3] lands at offset 38 of the shard, which has 32 elements}}
+    ucp.piece [8, 4] src 0 [4, 1] dst 0 [5, 1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{source view overflows int64}}
+    ucp.piece [3] src 0 [9223372036854775807] dst 0 [1] on [0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{locations must name at least the rank 0 that lists the piece}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on []
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{locations [1, 0] must be sorted and unique}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [1, 0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{locations [0, 0] must be sorted and unique}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0, 0]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{location 2 is outside the world [0, 2)}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0, 2]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{locations [1] do not include the rank 0 that lists the piece}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [1]
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{scale must be finite and non-zero, got 0}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0] scale 0.0
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{scale must be finite and non-zero, got inf}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0] scale 0x7FF0000000000000
+  }
+}
+
+// -----
+
+// expected-note@+1 {{see existing symbol definition here}}
+ucp.param @w shape [4] world 1 {
+}
+// expected-error@+1 {{redefinition of symbol named 'w'}}
+ucp.param @w shape [4] world 1 {
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  // expected-error@+1 {{is not a ucp.shard; a ucp.param holds shards only}}
+  builtin.module {
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{is not a ucp.piece; a ucp.shard holds pieces only}}
+    builtin.module {
+    }
+  }
+}
