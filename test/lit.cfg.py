@@ -17,6 +17,8 @@ config.test_exec_root = os.path.join(config.ucp_obj_root, "test")
 
 llvm_config.use_default_substitutions()
 config.substitutions.append(("%python", config.python_executable))
+config.substitutions.append(("%ucp_obj_root", config.ucp_obj_root))
+config.substitutions.append(("%ucp_src_root", os.path.dirname(config.test_source_root)))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
 config.substitutions.append(
     ("%examples", os.path.join(os.path.dirname(config.test_source_root), "examples")))

@@ -292,3 +292,33 @@ ParamMap ucp::testing::makeBigcodeMap(llvm::StringRef name, int64_t qRows,
   }
   return map;
 }
+
+std::vector<ParamMap>
+ucp::testing::makeLlamaMapSet(int64_t layers, int64_t hidden,
+                              int64_t intermediate, int64_t kvHidden,
+                              int64_t vocab, int64_t tp) {
+  std::vector<ParamMap> maps;
+  auto rows = [&](std::string name, int64_t out, int64_t in) {
+    maps.push_back(makeSplitMap(name, {out, in}, 0, splitEvenly(out, tp)));
+  };
+  auto columns = [&](std::string name, int64_t out, int64_t in) {
+    maps.push_back(makeSplitMap(name, {out, in}, 1, splitEvenly(in, tp)));
+  };
+  rows("model.embed_tokens.weight", vocab, hidden);
+  for (int64_t i = 0; i < layers; ++i) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    maps.push_back(makeReplicatedMap(p + "input_layernorm.weight", {hidden}, tp));
+    rows(p + "self_attn.q_proj.weight", hidden, hidden);
+    rows(p + "self_attn.k_proj.weight", kvHidden, hidden);
+    rows(p + "self_attn.v_proj.weight", kvHidden, hidden);
+    columns(p + "self_attn.o_proj.weight", hidden, hidden);
+    maps.push_back(
+        makeReplicatedMap(p + "post_attention_layernorm.weight", {hidden}, tp));
+    rows(p + "mlp.gate_proj.weight", intermediate, hidden);
+    rows(p + "mlp.up_proj.weight", intermediate, hidden);
+    columns(p + "mlp.down_proj.weight", hidden, intermediate);
+  }
+  maps.push_back(makeReplicatedMap("model.norm.weight", {hidden}, tp));
+  rows("lm_head.weight", vocab, hidden);
+  return maps;
+}

@@ -40,6 +40,13 @@ ParamMap makeReplicatedMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
 ParamMap makeBigcodeMap(llvm::StringRef name, int64_t qRows, int64_t kvRows,
                         int64_t cols, int64_t world);
 
+/// Returns the map set of a Llama-style model at tensor-parallel degree
+/// `tp`: per layer q/k/v/gate/up split by rows, o/down split by columns and
+/// two replicated norms; plus embedding, final norm and lm_head.
+std::vector<ParamMap> makeLlamaMapSet(int64_t layers, int64_t hidden,
+                                      int64_t intermediate, int64_t kvHidden,
+                                      int64_t vocab, int64_t tp);
+
 } // namespace ucp::testing
 
 #endif // UCP_TEST_UNIT_RANDOMMAPS_H
