@@ -36,6 +36,19 @@ def _row_major(shape):
     return strides
 
 
+def _runs(indices, holders):
+    """(start, end) of the maximal runs of consecutive indices with one
+    holder set, in shard order."""
+    start = 0
+    while start < len(indices):
+        end = start + 1
+        while (end < len(indices) and indices[end] == indices[end - 1] + 1
+               and holders[indices[end]] == holders[indices[start]]):
+            end += 1
+        yield start, end
+        start = end
+
+
 def row_map(shape, rows_by_rank, scale=1.0):
     """The map of F = shape whose rank r holds F rows rows_by_rank[r], in
     shard order (a row is F[i, ...])."""
@@ -48,12 +61,7 @@ def row_map(shape, rows_by_rank, scale=1.0):
     for rank, rows in enumerate(rows_by_rank):
         shard_shape = [len(rows)] + rest
         pieces = []
-        start = 0
-        while start < len(rows):
-            end = start + 1
-            while (end < len(rows) and rows[end] == rows[end - 1] + 1
-                   and holders[rows[end]] == holders[rows[start]]):
-                end += 1
+        for start, end in _runs(rows, holders):
             piece = {
                 "shape": [end - start] + rest,
                 "source": [rows[start] * row_size, _row_major(shape)],
@@ -63,7 +71,6 @@ def row_map(shape, rows_by_rank, scale=1.0):
             if scale != 1.0:
                 piece["scale"] = scale
             pieces.append(piece)
-            start = end
         ranks[str(rank)] = {"shard_shape": shard_shape, "pieces": pieces}
     return {"logical_shape": list(shape), "ranks": ranks}
 
@@ -76,19 +83,13 @@ def column_map(shape, cols_by_rank):
     for rank, cols in enumerate(cols_by_rank):
         shard_shape = [rows, len(cols)]
         pieces = []
-        start = 0
-        while start < len(cols):
-            end = start + 1
-            while (end < len(cols) and cols[end] == cols[end - 1] + 1
-                   and holders[cols[end]] == holders[cols[start]]):
-                end += 1
+        for start, end in _runs(cols, holders):
             pieces.append({
                 "shape": [rows, end - start],
                 "source": [cols[start], _row_major(shape)],
                 "dest": [start, _row_major(shard_shape)],
                 "locations": sorted(holders[cols[start]]),
             })
-            start = end
         ranks[str(rank)] = {"shard_shape": shard_shape, "pieces": pieces}
     return {"logical_shape": list(shape), "ranks": ranks}
 

@@ -162,6 +162,14 @@ private:
       return value;
     return path.error("missing key \"" + key + "\"");
   }
+  /// Reads the integer list under the required `key` of `object`.
+  Expected<Extents> getIntegersAt(const json::Object &object, StringRef key,
+                                  const JsonPath &path) {
+    Expected<const json::Value *> value = getKey(object, key, path);
+    if (!value)
+      return value.takeError();
+    return getIntegers(**value, path.field(key));
+  }
   Error checkKeys(const json::Object &object, llvm::ArrayRef<StringRef> known,
                   const JsonPath &path) {
     for (const auto &entry : object) {
@@ -213,27 +221,21 @@ Expected<Piece> DocumentReader::readPiece(const json::Value &value,
     return std::move(error);
 
   Piece piece;
-  for (StringRef key : {"shape", "source", "dest", "locations"}) {
-    if (Expected<const json::Value *> v = getKey(**object, key, path); !v)
-      return v.takeError();
-  }
-  Expected<Extents> shape = getIntegers(*(*object)->get("shape"),
-                                        path.field("shape"));
+  Expected<Extents> shape = getIntegersAt(**object, "shape", path);
   if (!shape)
     return shape.takeError();
   piece.shape = std::move(*shape);
-  Expected<StridedView> source =
-      readView(*(*object)->get("source"), path.field("source"));
-  if (!source)
-    return source.takeError();
-  piece.source = std::move(*source);
-  Expected<StridedView> dest =
-      readView(*(*object)->get("dest"), path.field("dest"));
-  if (!dest)
-    return dest.takeError();
-  piece.dest = std::move(*dest);
-  Expected<Extents> locations =
-      getIntegers(*(*object)->get("locations"), path.field("locations"));
+  for (auto [key, view] : {std::pair<StringRef, StridedView *>{"source", &piece.source},
+                           {"dest", &piece.dest}}) {
+    Expected<const json::Value *> value = getKey(**object, key, path);
+    if (!value)
+      return value.takeError();
+    Expected<StridedView> read = readView(**value, path.field(key));
+    if (!read)
+      return read.takeError();
+    *view = std::move(*read);
+  }
+  Expected<Extents> locations = getIntegersAt(**object, "locations", path);
   if (!locations)
     return locations.takeError();
   piece.locations.assign(locations->begin(), locations->end());
@@ -261,12 +263,7 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
 
   ParamMap map;
   map.name = std::move(*name);
-  Expected<const json::Value *> shapeValue =
-      getKey(**object, "logical_shape", path);
-  if (!shapeValue)
-    return shapeValue.takeError();
-  Expected<Extents> shape =
-      getIntegers(**shapeValue, path.field("logical_shape"));
+  Expected<Extents> shape = getIntegersAt(**object, "logical_shape", path);
   if (!shape)
     return shape.takeError();
   map.logicalShape = std::move(*shape);
@@ -311,12 +308,8 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
       return std::move(error);
     Shard &shard = map.shards.emplace_back();
     shard.rank = rank;
-    Expected<const json::Value *> shardShape =
-        getKey(**rankObject, "shard_shape", rankPath);
-    if (!shardShape)
-      return shardShape.takeError();
     Expected<Extents> extents =
-        getIntegers(**shardShape, rankPath.field("shard_shape"));
+        getIntegersAt(**rankObject, "shard_shape", rankPath);
     if (!extents)
       return extents.takeError();
     shard.shape = std::move(*extents);
