@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <set>
 #include <random>
 
 using namespace ucp;
@@ -143,6 +144,66 @@ TEST(BoxDecomposition, RandomViewsMatchEnumeration) {
               << "element " << e << " iteration " << iteration;
       }
     }
+  }
+}
+
+/// Random views with random other sides: with Repeats::Enumerate, the
+/// mapped boxes list exactly the (element, other offset) pairs of the view.
+TEST(BoxDecomposition, MappedBoxesPlaceEveryElement) {
+  std::mt19937_64 rng(43);
+  auto uniform = [&](int64_t lo, int64_t hi) {
+    return std::uniform_int_distribution<int64_t>(lo, hi)(rng);
+  };
+  for (int iteration = 0; iteration < 3000; ++iteration) {
+    Extents buffer;
+    for (int64_t d = 0, rank = uniform(1, 4); d < rank; ++d)
+      buffer.push_back(uniform(1, 6));
+    Extents bufferStrides = getRowMajorStrides(buffer);
+    Extents shape;
+    StridedView view, other;
+    for (int64_t d = 0, rank = uniform(0, 4); d < rank; ++d) {
+      shape.push_back(uniform(1, 4));
+      view.strides.push_back(uniform(0, 2) ? bufferStrides[uniform(
+                                                 0, buffer.size() - 1)]
+                                           : uniform(0, 7));
+      other.strides.push_back(uniform(0, 9));
+    }
+    std::optional<int64_t> last = getLastOffset(shape, {0, view.strides});
+    if (!last || *last >= *getNumElements(buffer))
+      continue;
+    view.offset = uniform(0, *getNumElements(buffer) - 1 - *last);
+    other.offset = uniform(0, 20);
+
+    std::multiset<std::pair<int64_t, int64_t>> expected, actual;
+    int64_t n = *getNumElements(shape);
+    for (int64_t flat = 0; flat < n; ++flat) {
+      Extents i = unravelIndex(flat, shape);
+      int64_t a = view.offset, b = other.offset;
+      for (size_t d = 0; d < i.size(); ++d) {
+        a += i[d] * view.strides[d];
+        b += i[d] * other.strides[d];
+      }
+      expected.insert({a, b});
+    }
+    llvm::SmallVector<MappedBox> boxes;
+    ASSERT_TRUE(decomposeMappedView(shape, view, other, buffer,
+                                    Repeats::Enumerate, boxes));
+    for (const MappedBox &m : boxes) {
+      Extents extents;
+      for (size_t d = 0; d < buffer.size(); ++d)
+        extents.push_back(m.box.hi[d] - m.box.lo[d]);
+      for (int64_t flat = 0; flat < m.box.getNumElements(); ++flat) {
+        Extents i = unravelIndex(flat, extents);
+        int64_t a = 0, b = m.otherOffset;
+        for (size_t d = 0; d < i.size(); ++d) {
+          a += (m.box.lo[d] + i[d]) * bufferStrides[d];
+          if (extents[d] > 1)
+            b += i[d] * m.otherStrides[d];
+        }
+        actual.insert({a, b});
+      }
+    }
+    ASSERT_EQ(actual, expected) << "iteration " << iteration;
   }
 }
 

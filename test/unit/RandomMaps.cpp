@@ -322,3 +322,34 @@ ucp::testing::makeLlamaMapSet(int64_t layers, int64_t hidden,
   rows("lm_head.weight", vocab, hidden);
   return maps;
 }
+
+std::vector<std::vector<double>>
+ucp::testing::extractShards(const ParamMap &map, llvm::ArrayRef<double> full,
+                            double unwritten) {
+  std::vector<std::vector<double>> shards;
+  for (const Shard &shard : map.shards) {
+    std::vector<double> &data = shards.emplace_back(
+        getNumElements(shard.shape).value_or(0), unwritten);
+    for (const Piece &piece : shard.pieces) {
+      int64_t n = getNumElements(piece.shape).value_or(0);
+      for (int64_t flat = 0; flat < n; ++flat) {
+        Extents i = unravelIndex(flat, piece.shape);
+        int64_t source = piece.source.offset, dest = piece.dest.offset;
+        for (size_t d = 0; d < i.size(); ++d) {
+          source += i[d] * piece.source.strides[d];
+          dest += i[d] * piece.dest.strides[d];
+        }
+        data[dest] = full[source] * piece.scale;
+      }
+    }
+  }
+  return shards;
+}
+
+std::vector<double> ucp::testing::makeMarkers(int64_t n, std::mt19937_64 &rng) {
+  std::vector<double> values(n);
+  std::uniform_real_distribution<double> noise(0.0, 0.5);
+  for (int64_t i = 0; i < n; ++i)
+    values[i] = static_cast<double>(i) + noise(rng);
+  return values;
+}

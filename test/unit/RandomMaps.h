@@ -47,6 +47,17 @@ std::vector<ParamMap> makeLlamaMapSet(int64_t layers, int64_t hidden,
                                       int64_t intermediate, int64_t kvHidden,
                                       int64_t vocab, int64_t tp);
 
+/// The reference extract: every shard of `map` filled from `full` (F in
+/// row-major order) by a plain loop over every piece element, as
+/// `shard[dest] = full[source] * scale`. Elements no piece writes hold
+/// `unwritten`.
+std::vector<std::vector<double>> extractShards(const ParamMap &map,
+                                               llvm::ArrayRef<double> full,
+                                               double unwritten = -1.0);
+
+/// Returns `n` distinct values, so that every element of F is recognisable.
+std::vector<double> makeMarkers(int64_t n, std::mt19937_64 &rng);
+
 } // namespace ucp::testing
 
 #endif // UCP_TEST_UNIT_RANDOMMAPS_H

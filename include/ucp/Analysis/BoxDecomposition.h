@@ -44,6 +44,19 @@ struct Box {
   }
 };
 
+/// A box of a buffer together with where its elements sit on the other side
+/// of a piece: the element `lo + i` sits at `otherOffset + sum_d i_d *
+/// otherStrides[d]`. Dimensions where the box has extent 1 have stride
+/// `kAnyStride`: any value describes them.
+struct MappedBox {
+  Box box;
+  int64_t otherOffset = 0;
+  Extents otherStrides;
+};
+
+/// The stride of a dimension of extent 1, which no element steps along.
+constexpr int64_t kAnyStride = -1;
+
 /// How a decomposition treats a view that touches an element more than once.
 enum class Repeats {
   /// Each element appears in the result once per set it belongs to; repeats
@@ -53,6 +66,9 @@ enum class Repeats {
   /// Stride-0 repeats yield the boxes twice, so that a write that lands on
   /// an element more than once shows up as overlapping boxes.
   Keep,
+  /// Stride-0 dimensions are enumerated, so that every element of the view
+  /// is mapped to its place on the other side.
+  Enumerate,
 };
 
 /// The most boxes one view may decompose into before decomposition gives up.
@@ -65,6 +81,13 @@ constexpr int64_t kMaxBoxesPerView = int64_t(1) << 20;
 bool decomposeView(llvm::ArrayRef<int64_t> shape, const StridedView &view,
                    llvm::ArrayRef<int64_t> bufferShape, Repeats repeats,
                    llvm::SmallVectorImpl<Box> &out);
+
+/// Like `decomposeView`, and also maps each box to `other`, the view of the
+/// same `shape` on the piece's other side.
+bool decomposeMappedView(llvm::ArrayRef<int64_t> shape,
+                         const StridedView &view, const StridedView &other,
+                         llvm::ArrayRef<int64_t> bufferShape, Repeats repeats,
+                         llvm::SmallVectorImpl<MappedBox> &out);
 
 } // namespace ucp
 

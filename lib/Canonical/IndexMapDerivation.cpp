@@ -1,0 +1,145 @@
+//===- IndexMapDerivation.cpp - Canonical maps from index maps ------------===//
+
+#include "ucp/Canonical/IndexMapDerivation.h"
+#include "ucp/Canonical/Canonicalize.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+using namespace ucp;
+using llvm::ArrayRef;
+
+namespace {
+
+/// The sets of ranks holding each element of F, interned: ranks are added
+/// in ascending order, so a set grows by appending and each (set, rank)
+/// step is memoized.
+class HolderSets {
+public:
+  explicit HolderSets(int64_t elements) : setOf(elements, 0), sets(1) {}
+
+  void add(int64_t element, int64_t rank) {
+    uint32_t &set = setOf[element];
+    if (!sets[set].empty() && sets[set].back() == rank)
+      return; // The same rank holds the element twice.
+    auto [it, inserted] = steps.try_emplace({set, rank}, sets.size());
+    if (inserted) {
+      std::vector<int64_t> grown = sets[set];
+      grown.push_back(rank);
+      sets.push_back(std::move(grown));
+    }
+    set = it->second;
+  }
+
+  uint32_t getSet(int64_t element) const { return setOf[element]; }
+  ArrayRef<int64_t> getRanks(uint32_t set) const { return sets[set]; }
+
+private:
+  std::vector<uint32_t> setOf;
+  std::vector<std::vector<int64_t>> sets;
+  llvm::DenseMap<std::pair<uint32_t, int64_t>, uint32_t> steps;
+};
+
+llvm::Error refuse(const IndexMap &indexMap, int64_t rank,
+                   const llvm::Twine &what) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "parameter '" + indexMap.name + "': rank " +
+                                     std::to_string(rank) + ": " + what.str());
+}
+
+} // namespace
+
+llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
+  std::string header =
+      checkParamHeader(indexMap.logicalShape, indexMap.worldSize);
+  if (!header.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "parameter '" + indexMap.name + "': " +
+                                       header);
+  int64_t elements = *getNumElements(indexMap.logicalShape);
+
+  // Refuse anything that is not a view, then learn who holds what.
+  HolderSets holders(elements);
+  for (const IndexShard &shard : indexMap.shards) {
+    std::string error =
+        checkShardHeader(shard.rank, shard.shape, indexMap.worldSize);
+    if (!error.empty())
+      return refuse(indexMap, shard.rank, error);
+    int64_t shardElements = *getNumElements(shard.shape);
+    if (static_cast<int64_t>(shard.index.size()) != shardElements)
+      return refuse(indexMap, shard.rank,
+                    "shard shape " + formatList(shard.shape) + " has " +
+                        std::to_string(shardElements) +
+                        " elements but its index lists " +
+                        std::to_string(shard.index.size()));
+    for (auto [k, offset] : llvm::enumerate(shard.index)) {
+      if (offset < 0 || offset >= elements)
+        return refuse(indexMap, shard.rank,
+                      "shard element " + formatList(unravelIndex(k, shard.shape)) +
+                          " comes from offset " + std::to_string(offset) +
+                          ", outside F of " + std::to_string(elements) +
+                          " elements");
+      holders.add(offset, shard.rank);
+    }
+  }
+
+  ParamMap map;
+  map.name = indexMap.name;
+  map.logicalShape = indexMap.logicalShape;
+  map.worldSize = indexMap.worldSize;
+  for (const IndexShard &indexShard : indexMap.shards) {
+    Shard &shard = map.shards.emplace_back();
+    shard.rank = indexShard.rank;
+    shard.shape = indexShard.shape;
+
+    // Maximal runs of consecutive offsets with one holder set, each a flat
+    // view of F that decomposes into a few boxes.
+    LabelTable labels;
+    std::vector<FoldBlock> blocks;
+    ArrayRef<int64_t> index = indexShard.index;
+    for (size_t start = 0; start < index.size();) {
+      uint32_t set = holders.getSet(index[start]);
+      size_t end = start + 1;
+      while (end < index.size() && index[end] == index[end - 1] + 1 &&
+             holders.getSet(index[end]) == set)
+        ++end;
+      int64_t length = end - start;
+      llvm::SmallVector<MappedBox> mapped;
+      decomposeMappedView({length}, {index[start], {1}},
+                          {static_cast<int64_t>(start), {1}},
+                          map.logicalShape, Repeats::Collapse, mapped);
+      unsigned label = labels.intern(holders.getRanks(set), 1.0);
+      for (MappedBox &box : mapped)
+        blocks.push_back({std::move(box), label});
+      start = end;
+    }
+    shard.pieces =
+        buildCanonicalPieces(std::move(blocks), labels, map.logicalShape);
+  }
+  return map;
+}
+
+IndexMap ucp::getIndexMap(const ParamMap &map) {
+  IndexMap indexMap;
+  indexMap.name = map.name;
+  indexMap.logicalShape = map.logicalShape;
+  indexMap.worldSize = map.worldSize;
+  for (const Shard &shard : map.shards) {
+    IndexShard &indexShard = indexMap.shards.emplace_back();
+    indexShard.rank = shard.rank;
+    indexShard.shape = shard.shape;
+    indexShard.index.assign(getNumElements(shard.shape).value_or(0), -1);
+    for (const Piece &piece : shard.pieces) {
+      int64_t n = getNumElements(piece.shape).value_or(0);
+      for (int64_t flat = 0; flat < n; ++flat) {
+        Extents i = unravelIndex(flat, piece.shape);
+        int64_t source = piece.source.offset, dest = piece.dest.offset;
+        for (size_t d = 0; d < i.size(); ++d) {
+          source += i[d] * piece.source.strides[d];
+          dest += i[d] * piece.dest.strides[d];
+        }
+        indexShard.index[dest] = source;
+      }
+    }
+  }
+  return indexMap;
+}
