@@ -6,8 +6,9 @@ partition arithmetic on row (or column) indices to learn which rows of F each
 rank's shard holds, in shard order, then merge consecutive rows into maximal
 pieces, splitting wherever the set of holders changes (P5).
 
-    layouts.py NAME           print the map document of one layout
-    layouts.py --list         list the layouts
+    layouts.py NAME               print the map document of one layout
+    layouts.py --index-map NAME   print its index-map document instead
+    layouts.py --list             list the layouts
 
 Stdlib only; used by the test suite and by make_tiny_llama.py.
 """
@@ -153,45 +154,79 @@ def replicated(rows, tp):
     return [list(range(rows)) for _ in range(tp)]
 
 
-def layout(name):
-    """(parameter name, param map) of each acceptance layout."""
+def layout_indices(name):
+    """(parameter name, F shape, "rows" or "cols", index lists by rank,
+    scale) of each layout: which rows (or columns) of F each rank holds."""
     if name == "row":  # column-parallel linear: rows split [3, 3, 2, 2]
-        return "mlp.up_proj.weight", row_map(
-            [10, 8], contiguous(split_sizes(10, 4)))
+        return ("mlp.up_proj.weight", [10, 8], "rows",
+                contiguous(split_sizes(10, 4)), 1.0)
     if name == "column":  # row-parallel linear: columns split [3, 3, 2, 2]
-        return "mlp.down_proj.weight", column_map(
-            [8, 10], contiguous(split_sizes(10, 4)))
+        return ("mlp.down_proj.weight", [8, 10], "cols",
+                contiguous(split_sizes(10, 4)), 1.0)
     if name == "uneven":  # explicit partition_sizes with an empty rank
-        return "mlp.gate_proj.weight", row_map([7, 4], contiguous([4, 0, 3]))
+        return ("mlp.gate_proj.weight", [7, 4], "rows",
+                contiguous([4, 0, 3]), 1.0)
     if name == "subparams":  # sub_param_shard_widths
-        return "attn.qkv.weight", row_map(
-            [15, 8], sub_params([[3, 2, 2], [2, 2, 1], [1, 1, 1]]))
+        return ("attn.qkv.weight", [15, 8], "rows",
+                sub_params([[3, 2, 2], [2, 2, 1], [1, 1, 1]]), 1.0)
     if name == "gqa":  # q/k/v 24/6/6 at tp2, kv3
-        return "attn.qkv_gqa.weight", row_map(
-            [36, 8], sub_params([[16, 8], [4, 2], [4, 2]]))
+        return ("attn.qkv_gqa.weight", [36, 8], "rows",
+                sub_params([[16, 8], [4, 2], [4, 2]]), 1.0)
     if name == "gate-up":  # two sub-parameters concatenated on dim 0
-        return "mlp.gate_up_proj.weight", row_map(
-            [24, 8], sub_params([[3, 3, 3, 3], [3, 3, 3, 3]]))
+        return ("mlp.gate_up_proj.weight", [24, 8], "rows",
+                sub_params([[3, 3, 3, 3], [3, 3, 3, 3]]), 1.0)
     if name == "bigcode":
-        return "transformer.h.0.attn.c_attn.weight", row_map(
-            [48, 8], bigcode(32, 16, 4))
+        return ("transformer.h.0.attn.c_attn.weight", [48, 8], "rows",
+                bigcode(32, 16, 4), 1.0)
     if name == "codegen":
-        return "transformer.h.0.attn.qkv_proj.weight", row_map(
-            [24, 8], codegen(8, 2))
+        return ("transformer.h.0.attn.qkv_proj.weight", [24, 8], "rows",
+                codegen(8, 2), 1.0)
     if name == "yuan-value":
-        return "model.layers.0.self_attn.v_proj.weight", row_map(
-            [32, 8], yuan_heads(8, 2, 4))
+        return ("model.layers.0.self_attn.v_proj.weight", [32, 8], "rows",
+                yuan_heads(8, 2, 4), 1.0)
     if name == "yuan-oproj":
-        return "model.layers.0.self_attn.o_proj.weight", column_map(
-            [8, 32], yuan_heads(8, 2, 4))
+        return ("model.layers.0.self_attn.o_proj.weight", [8, 32], "cols",
+                yuan_heads(8, 2, 4), 1.0)
     if name == "replicated":
-        return "model.norm.weight", row_map([8], replicated(8, 4))
+        return "model.norm.weight", [8], "rows", replicated(8, 4), 1.0
     if name == "scaled-bias":  # pre-divided by the world size
-        return "conv.bias", row_map([8], replicated(8, 4), scale=0.25)
+        return "conv.bias", [8], "rows", replicated(8, 4), 0.25
     if name == "vocab":  # legacy TP: V = 13 padded to 16 rows at tp4
-        return "model.embed_tokens.weight", row_map(
-            [16, 8], contiguous(split_sizes(16, 4)))
+        return ("model.embed_tokens.weight", [16, 8], "rows",
+                contiguous(split_sizes(16, 4)), 1.0)
     raise KeyError(name)
+
+
+def layout(name):
+    """(parameter name, param map) of each layout."""
+    param, shape, axis, lists, scale = layout_indices(name)
+    if axis == "rows":
+        return param, row_map(shape, lists, scale)
+    return param, column_map(shape, lists)
+
+
+def index_map(name):
+    """(parameter name, index map) of each layout: for every shard element,
+    in row-major order, the flat offset of F it holds."""
+    param, shape, axis, lists, _ = layout_indices(name)
+    ranks = {}
+    for rank, indices in enumerate(lists):
+        if axis == "rows":
+            row_size = numel(shape[1:])
+            index = [i * row_size + e for i in indices for e in range(row_size)]
+            shard_shape = [len(indices)] + list(shape[1:])
+        else:
+            index = [r * shape[1] + c for r in range(shape[0]) for c in indices]
+            shard_shape = [shape[0], len(indices)]
+        ranks[str(rank)] = {"shard_shape": shard_shape, "index": index}
+    return param, {"logical_shape": list(shape), "ranks": ranks}
+
+
+def numel(shape):
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
 
 
 LAYOUTS = ["row", "column", "uneven", "subparams", "gqa", "gate-up", "bigcode",
@@ -212,19 +247,27 @@ def document(params):
 
 
 def main(argv):
-    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+    args = argv[1:]
+    if args in ([], ["-h"], ["--help"]):
         print(__doc__.strip())
-        return 0 if len(argv) == 2 else 1
-    if argv[1] == "--list":
+        return 0 if args else 1
+    if args == ["--list"]:
         print("\n".join(LAYOUTS))
         return 0
-    try:
-        name, param_map = layout(argv[1])
-    except KeyError:
-        print(f"layouts.py: unknown layout '{argv[1]}'; one of: "
-              + ", ".join(LAYOUTS), file=sys.stderr)
+    as_index_map = args[0] == "--index-map"
+    if as_index_map:
+        args = args[1:]
+    if len(args) != 1 or args[0] not in LAYOUTS:
+        print(f"layouts.py: expected one layout, one of: " + ", ".join(LAYOUTS),
+              file=sys.stderr)
         return 1
-    json.dump(document({name: param_map}), sys.stdout, indent=1)
+    if as_index_map:
+        name, indices = index_map(args[0])
+        doc = {"params": {name: indices}}
+    else:
+        name, param_map = layout(args[0])
+        doc = document({name: param_map})
+    json.dump(doc, sys.stdout, indent=1)
     print()
     return 0
 

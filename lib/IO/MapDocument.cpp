@@ -1,6 +1,7 @@
 //===- MapDocument.cpp - The JSON map document of spec §6.2 ---------------===//
 
 #include "ucp/IO/MapDocument.h"
+#include "JsonReading.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/raw_ostream.h"
@@ -67,120 +68,12 @@ Expected<std::string> ucp::getParamName(StringRef pattern) {
 
 namespace {
 
-/// A JSON path, printed as `$.params["key"].pieces[2]`.
-class JsonPath {
-public:
-  JsonPath field(StringRef key) const {
-    std::string quoted;
-    llvm::raw_string_ostream os(quoted);
-    os << json::Value(key);
-    if (isIdentifier(key))
-      return JsonPath(text + "." + key.str());
-    return JsonPath(text + "[" + quoted + "]");
-  }
-  JsonPath index(size_t i) const {
-    return JsonPath(text + "[" + std::to_string(i) + "]");
-  }
-  Error error(const llvm::Twine &message) const {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   text + ": " + message.str());
-  }
-  JsonPath() : text("$") {}
-
-private:
-  explicit JsonPath(std::string text) : text(std::move(text)) {}
-  static bool isIdentifier(StringRef key) {
-    return !key.empty() && !llvm::isDigit(key.front()) &&
-           llvm::all_of(key, [](char c) { return llvm::isAlnum(c) || c == '_'; });
-  }
-  std::string text;
-};
-
-/// Names the JSON type of `value` for diagnostics.
-StringRef getKindName(const json::Value &value) {
-  switch (value.kind()) {
-  case json::Value::Null:
-    return "null";
-  case json::Value::Boolean:
-    return "a boolean";
-  case json::Value::Number:
-    return "a number";
-  case json::Value::String:
-    return "a string";
-  case json::Value::Array:
-    return "an array";
-  case json::Value::Object:
-    return "an object";
-  }
-  llvm_unreachable("unknown JSON kind");
-}
-
 /// Reads the parts of a document, tracking where it is.
 class DocumentReader {
 public:
   Expected<std::vector<ParamMap>> read(const json::Value &root);
 
 private:
-  Expected<const json::Object *> getObject(const json::Value &value,
-                                           const JsonPath &path) {
-    if (const json::Object *object = value.getAsObject())
-      return object;
-    return path.error("expected an object, got " + getKindName(value));
-  }
-  Expected<const json::Array *> getArray(const json::Value &value,
-                                         const JsonPath &path) {
-    if (const json::Array *array = value.getAsArray())
-      return array;
-    return path.error("expected an array, got " + getKindName(value));
-  }
-  Expected<int64_t> getInteger(const json::Value &value, const JsonPath &path) {
-    if (value.kind() == json::Value::Boolean)
-      return path.error("expected an integer, got a boolean");
-    if (std::optional<int64_t> integer = value.getAsInteger())
-      return *integer;
-    if (value.kind() == json::Value::Number)
-      return path.error("expected an integer, got " +
-                        std::to_string(*value.getAsNumber()));
-    return path.error("expected an integer, got " + getKindName(value));
-  }
-  Expected<Extents> getIntegers(const json::Value &value, const JsonPath &path) {
-    Expected<const json::Array *> array = getArray(value, path);
-    if (!array)
-      return array.takeError();
-    Extents result;
-    for (auto [i, element] : llvm::enumerate(**array)) {
-      Expected<int64_t> integer = getInteger(element, path.index(i));
-      if (!integer)
-        return integer.takeError();
-      result.push_back(*integer);
-    }
-    return result;
-  }
-  Expected<const json::Value *> getKey(const json::Object &object,
-                                       StringRef key, const JsonPath &path) {
-    if (const json::Value *value = object.get(key))
-      return value;
-    return path.error("missing key \"" + key + "\"");
-  }
-  /// Reads the integer list under the required `key` of `object`.
-  Expected<Extents> getIntegersAt(const json::Object &object, StringRef key,
-                                  const JsonPath &path) {
-    Expected<const json::Value *> value = getKey(object, key, path);
-    if (!value)
-      return value.takeError();
-    return getIntegers(**value, path.field(key));
-  }
-  Error checkKeys(const json::Object &object, llvm::ArrayRef<StringRef> known,
-                  const JsonPath &path) {
-    for (const auto &entry : object) {
-      if (!llvm::is_contained(known, StringRef(entry.first)))
-        return path.field(entry.first)
-            .error("unknown key; expected one of " +
-                   llvm::join(known.begin(), known.end(), ", "));
-    }
-    return Error::success();
-  }
-
   /// Reads `[offset, [strides]]`.
   Expected<StridedView> readView(const json::Value &value,
                                  const JsonPath &path);
@@ -276,23 +169,11 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
   if (!ranks)
     return ranks.takeError();
 
-  // Rank keys, in ascending rank order, refusing two keys for one rank.
-  std::map<int64_t, StringRef> keyOfRank;
-  for (const auto &entry : **ranks) {
-    StringRef rankKey = entry.first;
-    int64_t rank;
-    if (rankKey.getAsInteger(10, rank))
-      return ranksPath.field(rankKey).error("rank key \"" + rankKey +
-                                            "\" is not an integer");
-    if (rank < 0)
-      return ranksPath.field(rankKey).error("rank key \"" + rankKey +
-                                            "\" is negative");
-    auto [it, inserted] = keyOfRank.try_emplace(rank, rankKey);
-    if (!inserted)
-      return ranksPath.field(rankKey).error(
-          "rank " + std::to_string(rank) + " is listed twice, as \"" +
-          it->second + "\" and \"" + rankKey + "\"");
-  }
+  Expected<std::map<int64_t, StringRef>> rankKeys =
+      getRankKeys(**ranks, ranksPath);
+  if (!rankKeys)
+    return rankKeys.takeError();
+  std::map<int64_t, StringRef> &keyOfRank = *rankKeys;
 
   // The document does not record the world size: it is the smallest world
   // holding every rank and location it names.

@@ -3,6 +3,7 @@
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
+#include "ucp/IO/IndexMapDocument.h"
 #include "ucp/IO/MapDocument.h"
 
 #include "mlir/IR/Builders.h"
@@ -43,6 +44,34 @@ OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
       return NameLoc::get(StringAttr::get(context, path), fileLoc);
     };
     buildParamOp(builder, fileLoc, map, locate);
+  }
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+/// Imports an index-map document, deriving the canonical map of every
+/// parameter.
+static OwningOpRef<ModuleOp> importIndexMapDocument(llvm::StringRef text,
+                                                    llvm::StringRef filename,
+                                                    MLIRContext *context) {
+  context->loadDialect<UCPDialect>();
+  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
+  llvm::Expected<std::vector<IndexMap>> indexMaps = parseIndexMapDocument(text);
+  if (!indexMaps) {
+    emitError(fileLoc) << llvm::toString(indexMaps.takeError());
+    return nullptr;
+  }
+  OpBuilder builder(context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+  for (const IndexMap &indexMap : *indexMaps) {
+    llvm::Expected<ParamMap> map = deriveParamMap(indexMap);
+    if (!map) {
+      emitError(fileLoc) << llvm::toString(map.takeError());
+      return nullptr;
+    }
+    buildParamOp(builder, fileLoc, *map);
   }
   if (failed(verify(*module)))
     return nullptr;
@@ -114,6 +143,16 @@ void ucp::registerMapTranslations() {
             sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
         return importMapDocument(buffer->getBuffer(),
                                  buffer->getBufferIdentifier(), context);
+      });
+  static TranslateToMLIRRegistration importIndexMap(
+      "import-index-map",
+      "derive canonical ucp maps from per-rank index maps (spec §5)",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        return importIndexMapDocument(buffer->getBuffer(),
+                                      buffer->getBufferIdentifier(), context);
       });
   auto registerDialects = [](DialectRegistry &registry) {
     registry.insert<UCPDialect>();

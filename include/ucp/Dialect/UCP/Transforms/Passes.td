@@ -30,4 +30,36 @@ def UCPVerifyPass : Pass<"ucp-verify", "mlir::ModuleOp"> {
   }];
 }
 
+def UCPCanonicalizePass : Pass<"ucp-canonicalize", "mlir::ModuleOp"> {
+  let summary = "Rewrite every parameter map into canonical form";
+  let description = [{
+    Rewrites the pieces of every shard into the canonical form of
+    `docs/Canonicalization.md`, without changing which element of F goes
+    where in any shard:
+
+    * pieces whose source is not a box of F (flattened, permuted, padded
+      with extent-1 dimensions, strided) are split into boxes;
+    * boxes are folded maximally in N dimensions, grouped so that blocks
+      that stack in F fold even when apart in shard order, and never across
+      a change of `locations` or `scale`;
+    * every source has F's rank and row-major strides; a dimension of extent
+      1 gets the dest stride it would have if contiguous with the one inside
+      it; pieces are ordered by dest offset; empty pieces are dropped.
+
+    The pass is idempotent. Example (rank 0 of a column split written row by
+    row):
+
+    ```mlir
+    ucp.shard rank 0 shape [2, 2] {
+      ucp.piece [2] src 0 [1] dst 0 [1] on [0]
+      ucp.piece [2] src 4 [1] dst 2 [1] on [0]
+    }
+    // becomes
+    ucp.shard rank 0 shape [2, 2] {
+      ucp.piece [2, 2] src 0 [4, 1] dst 0 [2, 1] on [0]
+    }
+    ```
+  }];
+}
+
 #endif // UCP_DIALECT_UCP_TRANSFORMS_PASSES_TD

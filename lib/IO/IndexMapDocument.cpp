@@ -1,0 +1,93 @@
+//===- IndexMapDocument.cpp - The JSON index-map document -----------------===//
+
+#include "ucp/IO/IndexMapDocument.h"
+#include "JsonReading.h"
+
+using namespace ucp;
+using llvm::Expected;
+using llvm::StringRef;
+namespace json = llvm::json;
+
+/// Reads one parameter's index map.
+static Expected<IndexMap> readIndexMap(StringRef name, const json::Value &value,
+                                       const JsonPath &path) {
+  Expected<const json::Object *> object = getObject(value, path);
+  if (!object)
+    return object.takeError();
+  if (llvm::Error error = checkKeys(**object, {"logical_shape", "ranks"}, path))
+    return std::move(error);
+  IndexMap indexMap;
+  indexMap.name = name.str();
+  Expected<Extents> shape = getIntegersAt(**object, "logical_shape", path);
+  if (!shape)
+    return shape.takeError();
+  indexMap.logicalShape = std::move(*shape);
+
+  Expected<const json::Value *> ranksValue = getKey(**object, "ranks", path);
+  if (!ranksValue)
+    return ranksValue.takeError();
+  JsonPath ranksPath = path.field("ranks");
+  Expected<const json::Object *> ranks = getObject(**ranksValue, ranksPath);
+  if (!ranks)
+    return ranks.takeError();
+  Expected<std::map<int64_t, StringRef>> keyOfRank =
+      getRankKeys(**ranks, ranksPath);
+  if (!keyOfRank)
+    return keyOfRank.takeError();
+  indexMap.worldSize = keyOfRank->empty() ? 1 : keyOfRank->rbegin()->first + 1;
+  for (auto [rank, key] : *keyOfRank) {
+    JsonPath rankPath = ranksPath.field(key);
+    Expected<const json::Object *> rankObject =
+        getObject(*(*ranks)->get(key), rankPath);
+    if (!rankObject)
+      return rankObject.takeError();
+    if (llvm::Error error =
+            checkKeys(**rankObject, {"shard_shape", "index"}, rankPath))
+      return std::move(error);
+    IndexShard &shard = indexMap.shards.emplace_back();
+    shard.rank = rank;
+    Expected<Extents> shardShape =
+        getIntegersAt(**rankObject, "shard_shape", rankPath);
+    if (!shardShape)
+      return shardShape.takeError();
+    shard.shape = std::move(*shardShape);
+    Expected<Extents> index = getIntegersAt(**rankObject, "index", rankPath);
+    if (!index)
+      return index.takeError();
+    shard.index.assign(index->begin(), index->end());
+  }
+  return indexMap;
+}
+
+Expected<std::vector<IndexMap>> ucp::parseIndexMapDocument(StringRef text) {
+  Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "not valid JSON: " +
+                                       llvm::toString(root.takeError()));
+  JsonPath path;
+  Expected<const json::Object *> object = getObject(*root, path);
+  if (!object)
+    return object.takeError();
+  if (llvm::Error error = checkKeys(**object, {"params"}, path))
+    return std::move(error);
+  Expected<const json::Value *> paramsValue = getKey(**object, "params", path);
+  if (!paramsValue)
+    return paramsValue.takeError();
+  JsonPath paramsPath = path.field("params");
+  Expected<const json::Object *> params = getObject(**paramsValue, paramsPath);
+  if (!params)
+    return params.takeError();
+  std::vector<IndexMap> maps;
+  for (const auto &entry : **params) {
+    Expected<IndexMap> map =
+        readIndexMap(entry.first, entry.second, paramsPath.field(entry.first));
+    if (!map)
+      return map.takeError();
+    maps.push_back(std::move(*map));
+  }
+  llvm::sort(maps, [](const IndexMap &a, const IndexMap &b) {
+    return a.name < b.name;
+  });
+  return maps;
+}

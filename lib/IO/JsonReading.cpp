@@ -1,0 +1,141 @@
+//===- JsonReading.cpp - Typed reads from JSON with paths -----------------===//
+
+#include "JsonReading.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+namespace json = llvm::json;
+
+JsonPath JsonPath::field(StringRef key) const {
+  bool identifier = !key.empty() && !llvm::isDigit(key.front()) &&
+                    llvm::all_of(key, [](char c) {
+                      return llvm::isAlnum(c) || c == '_';
+                    });
+  if (identifier)
+    return JsonPath(text + "." + key.str());
+  std::string quoted;
+  llvm::raw_string_ostream os(quoted);
+  os << json::Value(key);
+  return JsonPath(text + "[" + quoted + "]");
+}
+
+JsonPath JsonPath::index(size_t i) const {
+  return JsonPath(text + "[" + std::to_string(i) + "]");
+}
+
+Error JsonPath::error(const llvm::Twine &message) const {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 text + ": " + message.str());
+}
+
+StringRef ucp::getKindName(const json::Value &value) {
+  switch (value.kind()) {
+  case json::Value::Null:
+    return "null";
+  case json::Value::Boolean:
+    return "a boolean";
+  case json::Value::Number:
+    return "a number";
+  case json::Value::String:
+    return "a string";
+  case json::Value::Array:
+    return "an array";
+  case json::Value::Object:
+    return "an object";
+  }
+  llvm_unreachable("unknown JSON kind");
+}
+
+Expected<const json::Object *> ucp::getObject(const json::Value &value,
+                                              const JsonPath &path) {
+  if (const json::Object *object = value.getAsObject())
+    return object;
+  return path.error("expected an object, got " + getKindName(value));
+}
+
+Expected<const json::Array *> ucp::getArray(const json::Value &value,
+                                            const JsonPath &path) {
+  if (const json::Array *array = value.getAsArray())
+    return array;
+  return path.error("expected an array, got " + getKindName(value));
+}
+
+Expected<int64_t> ucp::getInteger(const json::Value &value,
+                                  const JsonPath &path) {
+  if (value.kind() == json::Value::Boolean)
+    return path.error("expected an integer, got a boolean");
+  if (std::optional<int64_t> integer = value.getAsInteger())
+    return *integer;
+  if (value.kind() == json::Value::Number)
+    return path.error("expected an integer, got " +
+                      std::to_string(*value.getAsNumber()));
+  return path.error("expected an integer, got " + getKindName(value));
+}
+
+Expected<Extents> ucp::getIntegers(const json::Value &value,
+                                   const JsonPath &path) {
+  Expected<const json::Array *> array = getArray(value, path);
+  if (!array)
+    return array.takeError();
+  Extents result;
+  result.reserve((*array)->size());
+  for (auto [i, element] : llvm::enumerate(**array)) {
+    Expected<int64_t> integer = getInteger(element, path.index(i));
+    if (!integer)
+      return integer.takeError();
+    result.push_back(*integer);
+  }
+  return result;
+}
+
+Expected<const json::Value *> ucp::getKey(const json::Object &object,
+                                          StringRef key, const JsonPath &path) {
+  if (const json::Value *value = object.get(key))
+    return value;
+  return path.error("missing key \"" + key + "\"");
+}
+
+Expected<Extents> ucp::getIntegersAt(const json::Object &object, StringRef key,
+                                     const JsonPath &path) {
+  Expected<const json::Value *> value = getKey(object, key, path);
+  if (!value)
+    return value.takeError();
+  return getIntegers(**value, path.field(key));
+}
+
+Error ucp::checkKeys(const json::Object &object,
+                     llvm::ArrayRef<StringRef> known, const JsonPath &path) {
+  for (const auto &entry : object) {
+    if (!llvm::is_contained(known, StringRef(entry.first)))
+      return path.field(entry.first)
+          .error("unknown key; expected one of " +
+                 llvm::join(known.begin(), known.end(), ", "));
+  }
+  return Error::success();
+}
+
+Expected<std::map<int64_t, StringRef>>
+ucp::getRankKeys(const json::Object &ranks, const JsonPath &path) {
+  std::map<int64_t, StringRef> keyOfRank;
+  for (const auto &entry : ranks) {
+    StringRef rankKey = entry.first;
+    int64_t rank;
+    if (rankKey.getAsInteger(10, rank))
+      return path.field(rankKey).error("rank key \"" + rankKey +
+                                       "\" is not an integer");
+    if (rank < 0)
+      return path.field(rankKey).error("rank key \"" + rankKey +
+                                       "\" is negative");
+    auto [it, inserted] = keyOfRank.try_emplace(rank, rankKey);
+    if (!inserted)
+      return path.field(rankKey).error(
+          "rank " + std::to_string(rank) + " is listed twice, as \"" +
+          it->second + "\" and \"" + rankKey + "\"");
+  }
+  return keyOfRank;
+}

@@ -1,0 +1,65 @@
+//===- JsonReading.h - Typed reads from JSON with paths ---------*- C++ -*-===//
+//
+// Small helpers shared by the document readers: every read knows the JSON
+// path of the value, so every error says where the problem is.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_LIB_IO_JSONREADING_H
+#define UCP_LIB_IO_JSONREADING_H
+
+#include "ucp/Map/ParamMap.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
+
+#include <map>
+
+namespace ucp {
+
+/// A JSON path, printed as `$.params["key"].pieces[2]`.
+class JsonPath {
+public:
+  JsonPath() : text("$") {}
+  JsonPath field(llvm::StringRef key) const;
+  JsonPath index(size_t i) const;
+  /// Returns an error `<path>: <message>`.
+  llvm::Error error(const llvm::Twine &message) const;
+
+private:
+  explicit JsonPath(std::string text) : text(std::move(text)) {}
+  std::string text;
+};
+
+/// Names the JSON type of `value` for diagnostics ("an array").
+llvm::StringRef getKindName(const llvm::json::Value &value);
+
+llvm::Expected<const llvm::json::Object *>
+getObject(const llvm::json::Value &value, const JsonPath &path);
+llvm::Expected<const llvm::json::Array *>
+getArray(const llvm::json::Value &value, const JsonPath &path);
+/// Reads an integer; `8.0` counts, `8.5` and `true` do not.
+llvm::Expected<int64_t> getInteger(const llvm::json::Value &value,
+                                   const JsonPath &path);
+llvm::Expected<Extents> getIntegers(const llvm::json::Value &value,
+                                    const JsonPath &path);
+/// Returns the required `key` of `object`.
+llvm::Expected<const llvm::json::Value *>
+getKey(const llvm::json::Object &object, llvm::StringRef key,
+       const JsonPath &path);
+/// Reads the integer list under the required `key` of `object`.
+llvm::Expected<Extents> getIntegersAt(const llvm::json::Object &object,
+                                      llvm::StringRef key,
+                                      const JsonPath &path);
+/// Refuses a key of `object` outside `known`.
+llvm::Error checkKeys(const llvm::json::Object &object,
+                      llvm::ArrayRef<llvm::StringRef> known,
+                      const JsonPath &path);
+/// Reads the keys of a "ranks" object: non-negative integers, each rank
+/// once. Returns the key of each rank, in ascending rank order.
+llvm::Expected<std::map<int64_t, llvm::StringRef>>
+getRankKeys(const llvm::json::Object &ranks, const JsonPath &path);
+
+} // namespace ucp
+
+#endif // UCP_LIB_IO_JSONREADING_H
