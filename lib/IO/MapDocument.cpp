@@ -151,10 +151,18 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
   Expected<const json::Object *> object = getObject(value, path);
   if (!object)
     return object.takeError();
-  if (Error error = checkKeys(**object, {"logical_shape", "ranks"}, path))
+  if (Error error = checkKeys(
+          **object, {"logical_shape", "ranks", "original_vocab_size"}, path))
     return std::move(error);
 
   ParamMap map;
+  if (const json::Value *vocab = (*object)->get("original_vocab_size")) {
+    Expected<int64_t> rows =
+        getInteger(*vocab, path.field("original_vocab_size"));
+    if (!rows)
+      return rows.takeError();
+    map.originalVocabSize = *rows;
+  }
   map.name = std::move(*name);
   Expected<Extents> shape = getIntegersAt(**object, "logical_shape", path);
   if (!shape)
@@ -213,7 +221,8 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
   }
 
   // Local invariants, reported at the value that breaks them.
-  if (std::string error = checkParamHeader(map.logicalShape, map.worldSize);
+  if (std::string error = checkParamHeader(map.logicalShape, map.worldSize,
+                                           map.originalVocabSize);
       !error.empty())
     return path.field("logical_shape").error(error);
   for (const Shard &shard : map.shards) {
@@ -359,6 +368,8 @@ void ucp::writeMapDocument(llvm::ArrayRef<ParamMap> maps,
           shardOfRank[shard.rank] = &shard;
         j.attributeObject(getParamPattern(map->name), [&] {
           writeList(j, "logical_shape", map->logicalShape);
+          if (map->originalVocabSize)
+            j.attribute("original_vocab_size", *map->originalVocabSize);
           j.attributeObject("ranks", [&] {
             for (int64_t rank = 0; rank < map->worldSize; ++rank) {
               auto it = shardOfRank.find(rank);

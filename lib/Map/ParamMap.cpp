@@ -85,7 +85,8 @@ static std::string checkNonNegative(ArrayRef<int64_t> values,
 }
 
 std::string ucp::checkParamHeader(ArrayRef<int64_t> logicalShape,
-                                  int64_t worldSize) {
+                                  int64_t worldSize,
+                                  std::optional<int64_t> originalVocabSize) {
   if (worldSize < 1)
     return "world size must be positive, got " + std::to_string(worldSize);
   if (std::string error = checkNonNegative(logicalShape, "logical extent");
@@ -94,6 +95,14 @@ std::string ucp::checkParamHeader(ArrayRef<int64_t> logicalShape,
   if (!getNumElements(logicalShape))
     return "logical shape " + formatList(logicalShape) +
            " has more elements than int64 can count";
+  if (originalVocabSize) {
+    if (logicalShape.empty())
+      return "a scalar parameter has no vocabulary rows";
+    if (*originalVocabSize < 0 || *originalVocabSize > logicalShape[0])
+      return "original vocabulary size " + std::to_string(*originalVocabSize) +
+             " must lie in [0, " + std::to_string(logicalShape[0]) +
+             "], the rows of F";
+  }
   return {};
 }
 

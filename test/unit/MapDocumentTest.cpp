@@ -60,6 +60,9 @@ TEST(MapDocument, RandomMapsRoundTrip) {
     for (int k = 0, n = 1 + rng() % 3; k < n; ++k) {
       maps.push_back(makeRandomMap(rng));
       maps.back().name = "layer." + std::to_string(k) + ".weight";
+      if (rng() % 2)
+        maps.back().originalVocabSize =
+            rng() % (maps.back().logicalShape[0] + 1);
     }
     std::string text = write(maps);
     std::vector<ParamMap> back = parse(text);
@@ -68,6 +71,7 @@ TEST(MapDocument, RandomMapsRoundTrip) {
       EXPECT_EQ(back[k].name, maps[k].name);
       EXPECT_EQ(back[k].logicalShape, maps[k].logicalShape);
       EXPECT_EQ(back[k].worldSize, maps[k].worldSize);
+      EXPECT_EQ(back[k].originalVocabSize, maps[k].originalVocabSize);
       // Every rank is listed; those the map had keep their pieces.
       ASSERT_EQ(back[k].shards.size(), static_cast<size_t>(maps[k].worldSize));
       for (const Shard &shard : maps[k].shards) {

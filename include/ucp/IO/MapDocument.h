@@ -15,6 +15,10 @@
 // location it mentions; writers therefore list every rank of the world,
 // empty ones with an all-zero shard shape and no pieces.
 //
+// One key beyond §6.2: a parameter may carry "original_vocab_size", the
+// number of real rows of a vocabulary padded for an even split (spec §8.1
+// option a records it; readers that do not know the key ignore it).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef UCP_IO_MAPDOCUMENT_H

@@ -69,6 +69,9 @@ struct ParamMap {
   Extents logicalShape;
   int64_t worldSize = 1;
   std::vector<Shard> shards;
+  /// For a vocabulary padded to an even split: the number of real rows of
+  /// dimension 0 (the rest is padding carried in F, spec §8.1).
+  std::optional<int64_t> originalVocabSize;
 };
 
 //===----------------------------------------------------------------------===//
@@ -107,9 +110,11 @@ std::string formatScale(double scale);
 // whichever way it arrives.
 //===----------------------------------------------------------------------===//
 
-/// Checks a parameter's logical shape and world size.
+/// Checks a parameter's logical shape, world size and, when set, its
+/// original vocabulary size (at most the rows of F).
 std::string checkParamHeader(llvm::ArrayRef<int64_t> logicalShape,
-                             int64_t worldSize);
+                             int64_t worldSize,
+                             std::optional<int64_t> originalVocabSize = {});
 
 /// Checks a shard's rank and shape against its parameter's world size.
 std::string checkShardHeader(int64_t rank, llvm::ArrayRef<int64_t> shardShape,

@@ -246,3 +246,15 @@ ucp.param @w shape [4] world 1 {
     }
   }
 }
+
+// -----
+
+// expected-error@+1 {{original vocabulary size 17 must lie in [0, 16], the rows of F}}
+ucp.param @w shape [16, 2] world 1 vocab 17 {
+}
+
+// -----
+
+// expected-error@+1 {{a scalar parameter has no vocabulary rows}}
+ucp.param @w shape [] world 1 vocab 1 {
+}

@@ -70,3 +70,14 @@ ucp.param @scalar shape [] world 1 {
     ucp.piece [] src 0 [] dst 0 [] on [0]
   }
 }
+
+// A legacy-padded vocabulary records its real rows.
+// CHECK-LABEL: ucp.param @embed shape [16, 2] world 2 vocab 13 {
+ucp.param @embed shape [16, 2] world 2 vocab 13 {
+  ucp.shard rank 0 shape [8, 2] {
+    ucp.piece [8, 2] src 0 [2, 1] dst 0 [2, 1] on [0]
+  }
+  ucp.shard rank 1 shape [8, 2] {
+    ucp.piece [8, 2] src 16 [2, 1] dst 0 [2, 1] on [1]
+  }
+}

@@ -26,6 +26,7 @@ ParamMap ucp::toParamMap(ParamOp param) {
   map.logicalShape.assign(param.getLogicalShape().begin(),
                           param.getLogicalShape().end());
   map.worldSize = param.getWorldSize();
+  map.originalVocabSize = param.getOriginalVocabSize();
   for (ShardOp shardOp : param.getShards()) {
     Shard &shard = map.shards.emplace_back();
     shard.rank = shardOp.getRank();
@@ -42,8 +43,10 @@ ParamOp ucp::buildParamOp(OpBuilder &builder, Location loc,
   auto at = [&](int shard, int piece) {
     return locate ? locate(shard, piece) : loc;
   };
-  auto param = builder.create<ParamOp>(at(-1, -1), map.name, map.logicalShape,
-                                       map.worldSize);
+  auto param = builder.create<ParamOp>(
+      at(-1, -1), map.name, map.logicalShape, map.worldSize,
+      map.originalVocabSize ? builder.getI64IntegerAttr(*map.originalVocabSize)
+                            : IntegerAttr());
   OpBuilder::InsertionGuard guard(builder);
   builder.createBlock(&param.getBody());
   for (auto [shardIndex, shard] : llvm::enumerate(map.shards)) {

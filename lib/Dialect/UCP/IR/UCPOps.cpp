@@ -26,7 +26,8 @@ int64_t ParamOp::getNumElements() {
 }
 
 LogicalResult ParamOp::verify() {
-  std::string error = checkParamHeader(getLogicalShape(), getWorldSize());
+  std::string error = checkParamHeader(getLogicalShape(), getWorldSize(),
+                                       getOriginalVocabSize());
   if (!error.empty())
     return emitOpError(error);
   return success();

@@ -24,6 +24,11 @@ def UCP_ParamOp : UCP_Op<"param", [
     `ucp.shard` per rank that holds any of it; a rank with no shard holds
     nothing. Ranks are unique and lie in `[0, world)`.
 
+    A vocabulary padded for an even split (legacy TP) keeps its padding rows
+    in `F` (spec §8.1 option a); `vocab N` records how many leading rows of
+    dimension 0 are real, so that conversion can truncate afterwards and
+    resharding can leave the padding out.
+
     ```mlir
     ucp.param @"model.norm.weight" shape [4096] world 8 {
       ucp.shard rank 0 shape [4096] {
@@ -37,13 +42,14 @@ def UCP_ParamOp : UCP_Op<"param", [
   let arguments = (ins
     SymbolNameAttr:$sym_name,
     DenseI64ArrayAttr:$logical_shape,
-    I64Attr:$world_size
+    I64Attr:$world_size,
+    OptionalAttr<I64Attr>:$original_vocab_size
   );
   let regions = (region SizedRegion<1>:$body);
 
   let assemblyFormat = [{
     $sym_name `shape` $logical_shape `world` $world_size
-    attr-dict-with-keyword $body
+    (`vocab` $original_vocab_size^)? attr-dict-with-keyword $body
   }];
 
   let hasVerifier = 1;
