@@ -91,8 +91,13 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
     shard.rank = indexShard.rank;
     shard.shape = indexShard.shape;
 
-    // Maximal runs of consecutive offsets with one holder set, each a flat
-    // view of F that decomposes into a few boxes.
+    // Runs of consecutive offsets with one holder set, cut at the end of
+    // every row of F (its innermost dimension), so that folding alone decides
+    // how rows group: a run that happens to continue into the next row in
+    // shard order must not pre-empt a better grouping (codegen with
+    // single-row units).
+    int64_t rowLength =
+        map.logicalShape.empty() ? 1 : std::max<int64_t>(map.logicalShape.back(), 1);
     LabelTable labels;
     std::vector<FoldBlock> blocks;
     ArrayRef<int64_t> index = indexShard.index;
@@ -100,7 +105,7 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
       uint32_t set = holders.getSet(index[start]);
       size_t end = start + 1;
       while (end < index.size() && index[end] == index[end - 1] + 1 &&
-             holders.getSet(index[end]) == set)
+             index[end] % rowLength != 0 && holders.getSet(index[end]) == set)
         ++end;
       int64_t length = end - start;
       llvm::SmallVector<MappedBox> mapped;

@@ -353,3 +353,11 @@ std::vector<double> ucp::testing::makeMarkers(int64_t n, std::mt19937_64 &rng) {
     values[i] = static_cast<double>(i) + noise(rng);
   return values;
 }
+
+void ucp::PrintTo(const Piece &p, std::ostream *os) {
+  *os << formatList(p.shape) << " src " << p.source.offset << " "
+      << formatList(p.source.strides) << " dst " << p.dest.offset << " "
+      << formatList(p.dest.strides) << " on " << formatList(p.locations);
+  if (p.scale != 1.0)
+    *os << " scale " << formatScale(p.scale);
+}

@@ -12,6 +12,7 @@
 
 #include "ucp/Map/ParamMap.h"
 
+#include <ostream>
 #include <random>
 
 namespace ucp::testing {
@@ -59,5 +60,10 @@ std::vector<std::vector<double>> extractShards(const ParamMap &map,
 std::vector<double> makeMarkers(int64_t n, std::mt19937_64 &rng);
 
 } // namespace ucp::testing
+
+namespace ucp {
+/// Prints a piece as in the IR, for GoogleTest's failure messages.
+void PrintTo(const Piece &piece, std::ostream *os);
+} // namespace ucp
 
 #endif // UCP_TEST_UNIT_RANDOMMAPS_H
