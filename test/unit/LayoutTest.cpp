@@ -11,6 +11,7 @@
 #include "RandomMaps.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Canonical/IndexMapDerivation.h"
+#include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 
 #include <gtest/gtest.h>
@@ -368,6 +369,87 @@ TEST(Layouts, YuanValueAndOutputProjection) {
   ASSERT_FALSE(static_cast<bool>(odd));
   EXPECT_NE(llvm::toString(odd.takeError()).find("3 heads per rank"),
             std::string::npos);
+}
+
+} // namespace
+
+namespace {
+
+/// Expert shards as AutoEP packs them: rank r's experts stacked in order.
+std::vector<Markers> expertShards(const ExpertPlacement &placement,
+                                  Extents expertShape) {
+  Extents shape = {placement.numExperts};
+  shape.append(expertShape.begin(), expertShape.end());
+  Markers f = iota(shape);
+  std::vector<Markers> shards;
+  for (const std::vector<int64_t> &experts : placement.experts) {
+    std::vector<Markers> mine;
+    for (int64_t id : experts)
+      mine.push_back(narrow(f, 0, id, 1));
+    Extents like = shape;
+    shards.push_back(mine.empty() ? Markers{Extents{0, expertShape[0]}, {}}
+                                  : cat(mine, 0, like));
+  }
+  return shards;
+}
+
+TEST(ExpertPlacement, UniformLayouts) {
+  llvm::Expected<ExpertPlacement> uniform = getUniformExpertPlacement(8, 4, 2);
+  ASSERT_TRUE(static_cast<bool>(uniform));
+  llvm::Expected<ParamMap> map = buildExpertLayout("experts", *uniform, {3, 2});
+  ASSERT_TRUE(static_cast<bool>(map));
+  expectMatchesShards(*map, expertShards(*uniform, {3, 2}));
+  EXPECT_EQ(piecesPerRank(*map), (llvm::SmallVector<int64_t>{1, 1}));
+  EXPECT_EQ(map->shards[1].pieces[0].source.offset, 24);
+  llvm::Expected<ExpertPlacement> bad = getUniformExpertPlacement(8, 3, 2);
+  EXPECT_FALSE(static_cast<bool>(bad));
+  llvm::consumeError(bad.takeError());
+}
+
+TEST(ExpertPlacement, NonContiguousReplicatedAndEmpty) {
+  ExpertPlacement scattered{6, 3, {{4, 1, 5}, {0}, {3, 2}}};
+  llvm::Expected<ParamMap> map = buildExpertLayout("experts", scattered, {2});
+  ASSERT_TRUE(static_cast<bool>(map));
+  expectMatchesShards(*map, expertShards(scattered, {2}));
+  // Experts 4 and 5 are neighbours in F, two slots apart in the shard: one
+  // strided piece (AutoEP's own lowering lists three).
+  ASSERT_EQ(map->shards[0].pieces.size(), 2u);
+  EXPECT_EQ(map->shards[0].pieces[0].shape, (Extents{2, 2}));
+  EXPECT_EQ(map->shards[0].pieces[0].source.offset, 8);
+  EXPECT_EQ(map->shards[0].pieces[0].dest.strides, (Extents{4, 1}));
+  EXPECT_EQ(map->shards[0].pieces[1].source.offset, 2);
+  EXPECT_EQ(map->shards[0].pieces[1].dest.offset, 2);
+
+  ExpertPlacement replicated{4, 2, {{0, 1, 2}, {1, 2, 3}}};
+  llvm::Expected<ParamMap> shared = buildExpertLayout("experts", replicated, {4});
+  ASSERT_TRUE(static_cast<bool>(shared));
+  expectMatchesShards(*shared, expertShards(replicated, {4}));
+  EXPECT_EQ(shared->shards[0].pieces[1].locations, (Extents{0, 1}));
+  EXPECT_EQ(shared->shards[1].pieces[1].locations, (Extents{1}));
+
+  ExpertPlacement empty{3, 3, {{2, 0}, {}, {1}}};
+  llvm::Expected<ParamMap> withEmpty = buildExpertLayout("experts", empty, {4});
+  ASSERT_TRUE(static_cast<bool>(withEmpty));
+  EXPECT_EQ(withEmpty->shards[1].shape, (Extents{0, 4}));
+  EXPECT_TRUE(withEmpty->shards[1].pieces.empty());
+  EXPECT_TRUE(verifyParamMap(*withEmpty).ok());
+}
+
+TEST(ExpertPlacement, InvalidDescriptorsAreRefused) {
+  auto why = [](ExpertPlacement placement) {
+    llvm::Error error = validateExpertPlacement(placement);
+    return error ? llvm::toString(std::move(error)) : std::string();
+  };
+  EXPECT_EQ(why({4, 2, {{0, 1}, {2}}}),
+            "expert placement: the ranks do not cover global expert IDs: "
+            "expert 3 is held by no rank");
+  EXPECT_EQ(why({4, 2, {{0, 1, 1}, {2, 3}}}),
+            "expert placement: rank 0 lists expert 1 twice");
+  EXPECT_EQ(why({4, 2, {{0, 1}, {2, 4}}}),
+            "expert placement: rank 1 holds expert 4, outside [0, 4)");
+  EXPECT_EQ(why({4, 3, {{0, 1}, {2, 3}}}),
+            "expert placement: ep_size is 3 but 2 ranks are described");
+  EXPECT_EQ(why({0, 1, {{}}}), "expert placement: num_experts must be positive, got 0");
 }
 
 } // namespace

@@ -1,0 +1,78 @@
+//===- ExpertPlacement.cpp - AutoEP expert placement as a map -------------===//
+
+#include "ucp/Layout/ExpertPlacement.h"
+#include "ucp/Layout/BlockLayout.h"
+
+#include <set>
+
+using namespace ucp;
+
+static llvm::Error refuse(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "expert placement: " + why.str());
+}
+
+llvm::Expected<ExpertPlacement>
+ucp::getUniformExpertPlacement(int64_t numExperts, int64_t localExperts,
+                               int64_t epSize) {
+  if (localExperts <= 0 || epSize <= 0 || localExperts * epSize != numExperts)
+    return refuse("a uniform layout needs num_local_experts * ep_size == "
+                  "num_experts, got " +
+                  std::to_string(localExperts) + " * " +
+                  std::to_string(epSize) + " != " + std::to_string(numExperts));
+  ExpertPlacement placement{numExperts, epSize, {}};
+  for (int64_t r = 0; r < epSize; ++r) {
+    std::vector<int64_t> &mine = placement.experts.emplace_back();
+    for (int64_t e = 0; e < localExperts; ++e)
+      mine.push_back(r * localExperts + e);
+  }
+  return placement;
+}
+
+llvm::Error ucp::validateExpertPlacement(const ExpertPlacement &placement) {
+  if (placement.numExperts <= 0)
+    return refuse("num_experts must be positive, got " +
+                  std::to_string(placement.numExperts));
+  if (placement.epSize <= 0)
+    return refuse("ep_size must be positive, got " +
+                  std::to_string(placement.epSize));
+  if (static_cast<int64_t>(placement.experts.size()) != placement.epSize)
+    return refuse("ep_size is " + std::to_string(placement.epSize) +
+                  " but " + std::to_string(placement.experts.size()) +
+                  " ranks are described");
+  std::vector<bool> covered(placement.numExperts, false);
+  for (auto [rank, experts] : llvm::enumerate(placement.experts)) {
+    std::set<int64_t> seen;
+    for (int64_t id : experts) {
+      if (id < 0 || id >= placement.numExperts)
+        return refuse("rank " + std::to_string(rank) + " holds expert " +
+                      std::to_string(id) + ", outside [0, " +
+                      std::to_string(placement.numExperts) + ")");
+      if (!seen.insert(id).second)
+        return refuse("rank " + std::to_string(rank) + " lists expert " +
+                      std::to_string(id) + " twice");
+      covered[id] = true;
+    }
+  }
+  for (int64_t id = 0; id < placement.numExperts; ++id)
+    if (!covered[id])
+      return refuse("the ranks do not cover global expert IDs: expert " +
+                    std::to_string(id) + " is held by no rank");
+  return llvm::Error::success();
+}
+
+llvm::Expected<ParamMap>
+ucp::buildExpertLayout(llvm::StringRef name, const ExpertPlacement &placement,
+                       llvm::ArrayRef<int64_t> expertShape) {
+  if (llvm::Error error = validateExpertPlacement(placement))
+    return std::move(error);
+  Extents shape = {placement.numExperts};
+  shape.append(expertShape.begin(), expertShape.end());
+  std::vector<std::vector<IndexRun>> runs;
+  for (const std::vector<int64_t> &experts : placement.experts) {
+    std::vector<IndexRun> &mine = runs.emplace_back();
+    for (int64_t id : experts)
+      mine.push_back({id, 1});
+  }
+  return buildBlockLayout(name, shape, 0, runs);
+}
