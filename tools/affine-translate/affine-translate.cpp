@@ -2,19 +2,25 @@
 //
 // mlir-translate for the ucp dialect: `--import-json` reads a map document
 // (spec §6.2) into ucp ops, `--export-json` writes one, `--summarize` prints
-// a table of a module's parameters.
+// a table of a module's parameters, `--import-index-map` derives canonical
+// maps from index maps, and `--layout NAME` builds the map of one of
+// DeepSpeed's layouts (`--layout x --help` lists its options).
 //
 //===----------------------------------------------------------------------===//
 
+#include "LayoutCommand.h"
 #include "ucp/IO/MapTranslation.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 
 int main(int argc, char **argv) {
+  if (isLayoutCommand(argc, argv))
+    return runLayoutCommand(argc, argv);
   ucp::registerMapTranslations();
   return mlir::failed(mlir::mlirTranslateMain(
              argc, argv,
-             "affine-translate: convert ucp parameter maps to and from JSON"))
+             "affine-translate: convert ucp parameter maps to and from JSON\n"
+             "(`affine-translate --layout NAME --help` builds layout maps)\n"))
              ? 1
              : 0;
 }
