@@ -4,6 +4,7 @@
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/IO/IndexMapDocument.h"
+#include "ucp/IO/LegacyDocument.h"
 #include "ucp/IO/MapDocument.h"
 
 #include "mlir/IR/Builders.h"
@@ -50,23 +51,18 @@ OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
   return module;
 }
 
-/// Imports an index-map document, deriving the canonical map of every
-/// parameter.
-static OwningOpRef<ModuleOp> importIndexMapDocument(llvm::StringRef text,
-                                                    llvm::StringRef filename,
-                                                    MLIRContext *context) {
+/// Builds a module holding the map `lower` returns for each of `items`;
+/// emits the first error at `fileLoc` and returns null.
+template <typename Item, typename LowerFn>
+static OwningOpRef<ModuleOp> buildModule(llvm::ArrayRef<Item> items,
+                                         Location fileLoc, LowerFn lower) {
+  MLIRContext *context = fileLoc.getContext();
   context->loadDialect<UCPDialect>();
-  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
-  llvm::Expected<std::vector<IndexMap>> indexMaps = parseIndexMapDocument(text);
-  if (!indexMaps) {
-    emitError(fileLoc) << llvm::toString(indexMaps.takeError());
-    return nullptr;
-  }
   OpBuilder builder(context);
   OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
   builder.setInsertionPointToEnd(module->getBody());
-  for (const IndexMap &indexMap : *indexMaps) {
-    llvm::Expected<ParamMap> map = deriveParamMap(indexMap);
+  for (const Item &item : items) {
+    llvm::Expected<ParamMap> map = lower(item);
     if (!map) {
       emitError(fileLoc) << llvm::toString(map.takeError());
       return nullptr;
@@ -76,6 +72,38 @@ static OwningOpRef<ModuleOp> importIndexMapDocument(llvm::StringRef text,
   if (failed(verify(*module)))
     return nullptr;
   return module;
+}
+
+/// Imports an index-map document, deriving the canonical map of every
+/// parameter.
+static OwningOpRef<ModuleOp> importIndexMapDocument(llvm::StringRef text,
+                                                    llvm::StringRef filename,
+                                                    MLIRContext *context) {
+  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
+  llvm::Expected<std::vector<IndexMap>> indexMaps = parseIndexMapDocument(text);
+  if (!indexMaps) {
+    emitError(fileLoc) << llvm::toString(indexMaps.takeError());
+    return nullptr;
+  }
+  return buildModule(llvm::ArrayRef<IndexMap>(*indexMaps), fileLoc,
+                     deriveParamMap);
+}
+
+/// Imports legacy checkpoint metadata, lowering every parameter.
+static OwningOpRef<ModuleOp> importLegacyDocument(llvm::StringRef text,
+                                                  llvm::StringRef filename,
+                                                  MLIRContext *context) {
+  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
+  llvm::Expected<LegacyDocument> document = parseLegacyDocument(text);
+  if (!document) {
+    emitError(fileLoc) << llvm::toString(document.takeError());
+    return nullptr;
+  }
+  return buildModule(llvm::ArrayRef<LegacyParam>(document->params), fileLoc,
+                     [&](const LegacyParam &param) {
+                       return lowerLegacyParam(param, document->categories,
+                                               document->tp);
+                     });
 }
 
 /// Returns the plain maps of every `ucp.param` in `module`.
@@ -153,6 +181,17 @@ void ucp::registerMapTranslations() {
             sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
         return importIndexMapDocument(buffer->getBuffer(),
                                       buffer->getBufferIdentifier(), context);
+      });
+  static TranslateToMLIRRegistration importLegacy(
+      "import-legacy",
+      "lower today's checkpoint metadata (category patterns, AutoTP restore "
+      "keys) to ucp maps",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        return importLegacyDocument(buffer->getBuffer(),
+                                    buffer->getBufferIdentifier(), context);
       });
   auto registerDialects = [](DialectRegistry &registry) {
     registry.insert<UCPDialect>();

@@ -1,0 +1,87 @@
+//===- LegacyMetadata.h - Today's checkpoint metadata as maps ---*- C++ -*-===//
+//
+// The compatibility contract of spec §4: every key DeepSpeed writes today
+// has an image in the IR. Two sources describe a parameter's layout:
+//
+//  * §4.2, AutoTP's per-parameter restore metadata (`replicated`,
+//    `partition_dim`, `partition_sizes`, `logical_shape`, `sub_param_sizes`,
+//    `sub_param_shard_widths`); when present it wins;
+//  * §4.1, the converter's name categories: regex lists in
+//    UNIVERSAL_CHECKPOINT_INFO, tried in the converter's branch order.
+//
+// Layouts the metadata cannot describe are refused with the reason: an
+// average is a reduction, not a view (§4.3); a parameter listed as
+// unsupported carries DeepSpeed's own reason.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_LAYOUT_LEGACYMETADATA_H
+#define UCP_LAYOUT_LEGACYMETADATA_H
+
+#include "ucp/Map/ParamMap.h"
+
+#include "llvm/Support/Error.h"
+
+#include <map>
+
+namespace ucp {
+
+/// One `parameter_with_sub_params` entry: parameters matching `patterns`
+/// hold sub-parameters of `subSizes` along `partitionDim`.
+struct SubParamCategory {
+  std::vector<std::string> patterns;
+  Extents subSizes;
+  int64_t partitionDim = 0;
+};
+
+/// The category keys of UNIVERSAL_CHECKPOINT_INFO. Patterns match a name as
+/// Python's `re.match` does (anchored at the start).
+struct LegacyCategories {
+  std::vector<std::string> replicated;         // tp_replicated_parameter_patterns
+  std::vector<std::string> average;            // parameter_to_average_patterns
+  std::vector<std::string> twoSubParamsCatDim0; // parameter_with_2_sub_params_cat_dim_0
+  std::vector<SubParamCategory> subParams;     // parameter_with_sub_params
+  std::vector<std::string> rowParallel;        // parameter_with_row_parallelism_patterns
+  std::vector<std::string> vocabulary;         // vocabulary_parameter_patterns
+  /// autotp_unsupported_parameter_patterns: pattern -> DeepSpeed's reason.
+  std::map<std::string, std::string> unsupported;
+  /// sub_param_shard_widths: parameter name (or pattern) -> widths[sub][rank].
+  std::map<std::string, std::vector<Extents>> subParamShardWidths;
+  std::optional<int64_t> originalVocabSize;
+  /// num_kv_heads and tp_grain_size, for DeepSpeed's split rule.
+  std::optional<int64_t> numKvHeads;
+  int64_t grainSize = 1;
+};
+
+/// AutoTP's per-parameter restore metadata (spec §4.2).
+struct AutoTpMeta {
+  std::optional<bool> replicated;
+  std::optional<int64_t> partitionDim;
+  std::optional<Extents> partitionSizes;
+  std::optional<Extents> logicalShape;
+  std::optional<Extents> subParamSizes;
+  std::optional<std::vector<Extents>> subParamShardWidths;
+
+  /// Whether any key is present.
+  bool any() const {
+    return replicated || partitionDim || partitionSizes || logicalShape ||
+           subParamSizes || subParamShardWidths;
+  }
+};
+
+/// A parameter as the legacy metadata knows it.
+struct LegacyParam {
+  std::string name;
+  /// The shape of the full tensor the converter assembles.
+  Extents shape;
+  AutoTpMeta meta;
+};
+
+/// Returns the canonical map of `param` at tensor-parallel degree `tp`.
+llvm::Expected<ParamMap> lowerLegacyParam(const LegacyParam &param,
+                                          const LegacyCategories &categories,
+                                          int64_t tp);
+
+} // namespace ucp
+
+#endif // UCP_LAYOUT_LEGACYMETADATA_H

@@ -1,0 +1,261 @@
+//===- LegacyDocument.cpp - Legacy checkpoint metadata in JSON ------------===//
+
+#include "ucp/IO/LegacyDocument.h"
+#include "JsonReading.h"
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+using llvm::StringRef;
+namespace json = llvm::json;
+
+namespace {
+
+Expected<std::vector<std::string>> getStrings(const json::Value &value,
+                                              const JsonPath &path) {
+  Expected<const json::Array *> array = getArray(value, path);
+  if (!array)
+    return array.takeError();
+  std::vector<std::string> strings;
+  for (auto [i, element] : llvm::enumerate(**array)) {
+    std::optional<StringRef> text = element.getAsString();
+    if (!text)
+      return path.index(i).error("expected a string, got " +
+                                 getKindName(element));
+    strings.push_back(text->str());
+  }
+  return strings;
+}
+
+Expected<std::vector<Extents>> getIntegerLists(const json::Value &value,
+                                               const JsonPath &path) {
+  Expected<const json::Array *> array = getArray(value, path);
+  if (!array)
+    return array.takeError();
+  std::vector<Extents> lists;
+  for (auto [i, element] : llvm::enumerate(**array)) {
+    Expected<Extents> list = getIntegers(element, path.index(i));
+    if (!list)
+      return list.takeError();
+    lists.push_back(std::move(*list));
+  }
+  return lists;
+}
+
+/// Reads the optional `key` of `object` with `read` into `out`.
+template <typename T, typename ReadFn>
+Error readOptional(const json::Object &object, StringRef key,
+                   const JsonPath &path, std::optional<T> &out, ReadFn read) {
+  const json::Value *value = object.get(key);
+  if (!value)
+    return Error::success();
+  Expected<T> result = read(*value, path.field(key));
+  if (!result)
+    return result.takeError();
+  out = std::move(*result);
+  return Error::success();
+}
+
+Error readCategories(const json::Object &info, const JsonPath &path,
+                     LegacyCategories &categories) {
+  std::pair<StringRef, std::vector<std::string> *> lists[] = {
+      {"tp_replicated_parameter_patterns", &categories.replicated},
+      {"parameter_to_average_patterns", &categories.average},
+      {"parameter_with_2_sub_params_cat_dim_0", &categories.twoSubParamsCatDim0},
+      {"parameter_with_row_parallelism_patterns", &categories.rowParallel},
+      {"vocabulary_parameter_patterns", &categories.vocabulary},
+  };
+  for (auto [key, list] : lists) {
+    if (const json::Value *value = info.get(key)) {
+      Expected<std::vector<std::string>> strings =
+          getStrings(*value, path.field(key));
+      if (!strings)
+        return strings.takeError();
+      *list = std::move(*strings);
+    }
+  }
+
+  if (const json::Value *value = info.get("parameter_with_sub_params")) {
+    JsonPath subsPath = path.field("parameter_with_sub_params");
+    Expected<const json::Array *> entries = getArray(*value, subsPath);
+    if (!entries)
+      return entries.takeError();
+    for (auto [i, entry] : llvm::enumerate(**entries)) {
+      JsonPath entryPath = subsPath.index(i);
+      Expected<const json::Object *> object = getObject(entry, entryPath);
+      if (!object)
+        return object.takeError();
+      SubParamCategory &category = categories.subParams.emplace_back();
+      Expected<const json::Value *> patterns =
+          getKey(**object, "patterns", entryPath);
+      if (!patterns)
+        return patterns.takeError();
+      Expected<std::vector<std::string>> strings =
+          getStrings(**patterns, entryPath.field("patterns"));
+      if (!strings)
+        return strings.takeError();
+      category.patterns = std::move(*strings);
+      Expected<const json::Value *> dimValue =
+          getKey(**object, "partition_dim", entryPath);
+      if (!dimValue)
+        return dimValue.takeError();
+      Expected<int64_t> dim =
+          getInteger(**dimValue, entryPath.field("partition_dim"));
+      if (!dim)
+        return dim.takeError();
+      category.partitionDim = *dim;
+      Expected<const json::Value *> shapeValue =
+          getKey(**object, "shape", entryPath);
+      if (!shapeValue)
+        return shapeValue.takeError();
+      JsonPath shapePath = entryPath.field("shape");
+      Expected<const json::Array *> shape = getArray(**shapeValue, shapePath);
+      if (!shape)
+        return shape.takeError();
+      if (*dim < 0 || *dim >= static_cast<int64_t>((*shape)->size()))
+        return entryPath.field("partition_dim")
+            .error("partition_dim " + std::to_string(*dim) +
+                   " is not a dimension of the shape");
+      Expected<Extents> sizes =
+          getIntegers((**shape)[*dim], shapePath.index(*dim));
+      if (!sizes)
+        return sizes.takeError();
+      category.subSizes = std::move(*sizes);
+    }
+  }
+
+  if (const json::Value *value = info.get("sub_param_shard_widths")) {
+    JsonPath widthsPath = path.field("sub_param_shard_widths");
+    Expected<const json::Object *> object = getObject(*value, widthsPath);
+    if (!object)
+      return object.takeError();
+    for (const auto &entry : **object) {
+      Expected<std::vector<Extents>> widths =
+          getIntegerLists(entry.second, widthsPath.field(entry.first));
+      if (!widths)
+        return widths.takeError();
+      categories.subParamShardWidths[entry.first.str()] = std::move(*widths);
+    }
+  }
+  if (const json::Value *value =
+          info.get("autotp_unsupported_parameter_patterns")) {
+    JsonPath unsupportedPath =
+        path.field("autotp_unsupported_parameter_patterns");
+    Expected<const json::Object *> object = getObject(*value, unsupportedPath);
+    if (!object)
+      return object.takeError();
+    for (const auto &entry : **object) {
+      std::optional<StringRef> reason = entry.second.getAsString();
+      categories.unsupported[entry.first.str()] =
+          reason ? reason->str() : "no reason given";
+    }
+  }
+  if (Error error = readOptional(info, "original_vocab_size", path,
+                                 categories.originalVocabSize, getInteger))
+    return error;
+  if (Error error = readOptional(info, "num_kv_heads", path,
+                                 categories.numKvHeads, getInteger))
+    return error;
+  std::optional<int64_t> grain;
+  if (Error error = readOptional(info, "tp_grain_size", path, grain, getInteger))
+    return error;
+  categories.grainSize = grain.value_or(1);
+  return Error::success();
+}
+
+Expected<LegacyParam> readParam(StringRef name, const json::Value &value,
+                                const JsonPath &path) {
+  Expected<const json::Object *> object = getObject(value, path);
+  if (!object)
+    return object.takeError();
+  if (Error error = checkKeys(**object,
+                              {"shape", "replicated", "partition_dim",
+                               "partition_sizes", "logical_shape",
+                               "sub_param_sizes", "sub_param_shard_widths"},
+                              path))
+    return std::move(error);
+  LegacyParam param;
+  param.name = name.str();
+  Expected<Extents> shape = getIntegersAt(**object, "shape", path);
+  if (!shape)
+    return shape.takeError();
+  param.shape = std::move(*shape);
+  AutoTpMeta &meta = param.meta;
+  if (const json::Value *replicated = (*object)->get("replicated")) {
+    std::optional<bool> flag = replicated->getAsBoolean();
+    if (!flag)
+      return path.field("replicated")
+          .error("expected a boolean, got " + getKindName(*replicated));
+    meta.replicated = *flag;
+  }
+  if (Error error = readOptional(**object, "partition_dim", path,
+                                 meta.partitionDim, getInteger))
+    return std::move(error);
+  if (Error error = readOptional(**object, "partition_sizes", path,
+                                 meta.partitionSizes, getIntegers))
+    return std::move(error);
+  if (Error error = readOptional(**object, "logical_shape", path,
+                                 meta.logicalShape, getIntegers))
+    return std::move(error);
+  if (Error error = readOptional(**object, "sub_param_sizes", path,
+                                 meta.subParamSizes, getIntegers))
+    return std::move(error);
+  if (Error error = readOptional(**object, "sub_param_shard_widths", path,
+                                 meta.subParamShardWidths, getIntegerLists))
+    return std::move(error);
+  return param;
+}
+
+} // namespace
+
+Expected<LegacyDocument> ucp::parseLegacyDocument(StringRef text) {
+  Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "not valid JSON: " +
+                                       llvm::toString(root.takeError()));
+  JsonPath path;
+  Expected<const json::Object *> object = getObject(*root, path);
+  if (!object)
+    return object.takeError();
+  if (Error error = checkKeys(
+          **object, {"tp_degree", "universal_checkpoint_info", "params"}, path))
+    return std::move(error);
+  LegacyDocument document;
+  Expected<const json::Value *> tpValue = getKey(**object, "tp_degree", path);
+  if (!tpValue)
+    return tpValue.takeError();
+  Expected<int64_t> tp = getInteger(**tpValue, path.field("tp_degree"));
+  if (!tp)
+    return tp.takeError();
+  if (*tp <= 0)
+    return path.field("tp_degree").error("must be positive, got " +
+                                         std::to_string(*tp));
+  document.tp = *tp;
+  if (const json::Value *info = (*object)->get("universal_checkpoint_info")) {
+    JsonPath infoPath = path.field("universal_checkpoint_info");
+    Expected<const json::Object *> infoObject = getObject(*info, infoPath);
+    if (!infoObject)
+      return infoObject.takeError();
+    if (Error error = readCategories(**infoObject, infoPath, document.categories))
+      return std::move(error);
+  }
+  Expected<const json::Value *> paramsValue = getKey(**object, "params", path);
+  if (!paramsValue)
+    return paramsValue.takeError();
+  JsonPath paramsPath = path.field("params");
+  Expected<const json::Object *> params = getObject(**paramsValue, paramsPath);
+  if (!params)
+    return params.takeError();
+  for (const auto &entry : **params) {
+    Expected<LegacyParam> param =
+        readParam(entry.first, entry.second, paramsPath.field(entry.first));
+    if (!param)
+      return param.takeError();
+    document.params.push_back(std::move(*param));
+  }
+  llvm::sort(document.params, [](const LegacyParam &a, const LegacyParam &b) {
+    return a.name < b.name;
+  });
+  return document;
+}

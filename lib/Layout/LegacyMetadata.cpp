@@ -1,0 +1,222 @@
+//===- LegacyMetadata.cpp - Today's checkpoint metadata as maps -----------===//
+
+#include "ucp/Layout/LegacyMetadata.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
+
+#include "llvm/Support/Regex.h"
+
+using namespace ucp;
+using llvm::Expected;
+
+namespace {
+
+llvm::Error refuse(const LegacyParam &param, const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "parameter '" + param.name + "': " + why.str());
+}
+
+/// Returns whether `pattern` matches `name` at its start (Python's
+/// `re.match`), or an error if the pattern is not a regex we understand.
+Expected<bool> matches(llvm::StringRef pattern, llvm::StringRef name) {
+  llvm::Regex regex(("^(" + pattern + ")").str());
+  std::string error;
+  if (!regex.isValid(error))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "pattern '" + pattern.str() +
+                                       "' is not a regex this reader "
+                                       "understands: " + error);
+  return regex.match(name);
+}
+
+/// Returns the first of `patterns` matching `name`, if any.
+Expected<std::optional<std::string>>
+findMatch(llvm::ArrayRef<std::string> patterns, llvm::StringRef name) {
+  for (const std::string &pattern : patterns) {
+    Expected<bool> hit = matches(pattern, name);
+    if (!hit)
+      return hit.takeError();
+    if (*hit)
+      return std::optional<std::string>(pattern);
+  }
+  return std::optional<std::string>();
+}
+
+/// Lowers AutoTP's per-parameter restore metadata (§4.2).
+Expected<ParamMap> lowerAutoTp(const LegacyParam &param,
+                               const LegacyCategories &categories,
+                               int64_t tp) {
+  const AutoTpMeta &meta = param.meta;
+  Extents shape = meta.logicalShape.value_or(param.shape);
+  SplitRule rule{categories.numKvHeads, categories.grainSize, param.name};
+  if (meta.replicated.value_or(false))
+    return buildReplicatedLayout(param.name, shape, tp);
+  int64_t dim = meta.partitionDim.value_or(0);
+  if (meta.subParamSizes) {
+    if (meta.subParamShardWidths)
+      return buildSubParamLayout(param.name, shape, dim,
+                                 *meta.subParamShardWidths);
+    return buildSplitSubParamLayout(param.name, shape, dim,
+                                    *meta.subParamSizes, tp, rule);
+  }
+  if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
+    return refuse(param, "partition_dim " + std::to_string(dim) +
+                             " is not a dimension of " + formatList(shape));
+  // partition_sizes, or the chunk fallback: an even split, whose
+  // divisibility assert disappears because uneven extents are expressible.
+  Extents sizes =
+      meta.partitionSizes.value_or(getShardSizes(shape[dim], tp, rule));
+  if (static_cast<int64_t>(sizes.size()) != tp)
+    return refuse(param, "partition_sizes " + formatList(sizes) + " name " +
+                             std::to_string(sizes.size()) + " ranks, not " +
+                             std::to_string(tp));
+  return buildSplitLayout(param.name, shape, dim, sizes);
+}
+
+/// The branch of the converter's chain (merge_tp_slices) a name takes.
+struct Branch {
+  enum Kind {
+    Replicated,
+    Average,
+    TwoSubParams,
+    SubParams,
+    Vocabulary,
+    RowParallel,
+    ColumnParallel,
+  } kind;
+  /// For SubParams: the index of the matching category.
+  size_t subParams = 0;
+};
+
+/// Returns the first branch, in the converter's order, whose patterns
+/// match `param`.
+Expected<Branch> classify(const LegacyParam &param,
+                          const LegacyCategories &categories) {
+  std::pair<const std::vector<std::string> *, Branch::Kind> lists[] = {
+      {&categories.replicated, Branch::Replicated},
+      {&categories.average, Branch::Average},
+      {&categories.twoSubParamsCatDim0, Branch::TwoSubParams},
+  };
+  for (auto [patterns, kind] : lists) {
+    Expected<std::optional<std::string>> match = findMatch(*patterns, param.name);
+    if (!match)
+      return match.takeError();
+    if (*match)
+      return Branch{kind};
+  }
+  for (auto [index, category] : llvm::enumerate(categories.subParams)) {
+    Expected<std::optional<std::string>> match =
+        findMatch(category.patterns, param.name);
+    if (!match)
+      return match.takeError();
+    if (*match)
+      return Branch{Branch::SubParams, index};
+  }
+  for (auto [patterns, kind] :
+       {std::pair{&categories.vocabulary, Branch::Vocabulary},
+        std::pair{&categories.rowParallel, Branch::RowParallel}}) {
+    Expected<std::optional<std::string>> match = findMatch(*patterns, param.name);
+    if (!match)
+      return match.takeError();
+    if (*match)
+      return Branch{kind};
+  }
+  return Branch{Branch::ColumnParallel};
+}
+
+/// Returns the sub_param_shard_widths recorded for `param`, if any.
+Expected<std::optional<std::vector<Extents>>>
+findShardWidths(const LegacyParam &param, const LegacyCategories &categories) {
+  auto exact = categories.subParamShardWidths.find(param.name);
+  if (exact != categories.subParamShardWidths.end())
+    return std::optional<std::vector<Extents>>(exact->second);
+  for (const auto &[pattern, widths] : categories.subParamShardWidths) {
+    Expected<bool> hit = matches(pattern, param.name);
+    if (!hit)
+      return hit.takeError();
+    if (*hit)
+      return std::optional<std::vector<Extents>>(widths);
+  }
+  return std::optional<std::vector<Extents>>();
+}
+
+} // namespace
+
+Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
+                                         const LegacyCategories &categories,
+                                         int64_t tp) {
+  if (tp <= 0)
+    return refuse(param, "the tensor-parallel degree must be positive");
+  for (const auto &[pattern, reason] : categories.unsupported) {
+    Expected<bool> hit = matches(pattern, param.name);
+    if (!hit)
+      return hit.takeError();
+    if (*hit)
+      return refuse(param, "DeepSpeed marks it unsupported (" + reason +
+                               "); describe it with a layout builder or an "
+                               "index map instead");
+  }
+  if (param.meta.any())
+    return lowerAutoTp(param, categories, tp);
+
+  Expected<Branch> branch = classify(param, categories);
+  if (!branch)
+    return branch.takeError();
+  SplitRule rule{categories.numKvHeads, categories.grainSize, param.name};
+  switch (branch->kind) {
+  case Branch::Replicated:
+    return buildReplicatedLayout(param.name, param.shape, tp);
+  case Branch::Average:
+    return refuse(param, "it is averaged across ranks, a reduction and not a "
+                         "view, so no map can describe it (spec §4.3)");
+  default:
+    break;
+  }
+  if (param.shape.empty())
+    return refuse(param, "a scalar can only be replicated");
+  switch (branch->kind) {
+  case Branch::TwoSubParams:
+    if (param.shape[0] % 2 != 0)
+      return refuse(param, "two sub-parameters on dim 0 need an even row "
+                           "count, got " +
+                               std::to_string(param.shape[0]));
+    return buildSplitSubParamLayout(param.name, param.shape, 0,
+                                    {param.shape[0] / 2, param.shape[0] / 2},
+                                    tp, rule);
+  case Branch::SubParams: {
+    const SubParamCategory &category = categories.subParams[branch->subParams];
+    Expected<std::optional<std::vector<Extents>>> widths =
+        findShardWidths(param, categories);
+    if (!widths)
+      return widths.takeError();
+    if (*widths)
+      return buildSubParamLayout(param.name, param.shape, category.partitionDim,
+                                 **widths);
+    return buildSplitSubParamLayout(param.name, param.shape,
+                                    category.partitionDim, category.subSizes,
+                                    tp, rule);
+  }
+  case Branch::Vocabulary: {
+    if (!categories.originalVocabSize)
+      return refuse(param, "a vocabulary parameter needs original_vocab_size");
+    int64_t vocab = *categories.originalVocabSize;
+    int64_t padded = (vocab + tp - 1) / tp * tp;
+    if (param.shape.size() != 2 ||
+        (param.shape[0] != vocab && param.shape[0] != padded))
+      return refuse(param, "vocabulary shape " + formatList(param.shape) +
+                               " has neither " + std::to_string(vocab) +
+                               " nor the padded " + std::to_string(padded) +
+                               " rows");
+    return buildPaddedVocabLayout(param.name, vocab, param.shape[1], tp);
+  }
+  default: {
+    // cat_dim: 1 for row-parallel weights, else 0.
+    int64_t dim = branch->kind == Branch::RowParallel ? 1 : 0;
+    if (dim >= static_cast<int64_t>(param.shape.size()))
+      return refuse(param, "row-parallel but only " +
+                               std::to_string(param.shape.size()) +
+                               " dimension(s)");
+    return buildSplitLayout(param.name, param.shape, dim,
+                            getShardSizes(param.shape[dim], tp, rule));
+  }
+  }
+}
