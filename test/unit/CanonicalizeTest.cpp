@@ -11,6 +11,9 @@
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Canonical/Canonicalize.h"
 #include "ucp/Canonical/IndexMapDerivation.h"
+#include "ucp/IO/MapDocument.h"
+
+#include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
@@ -82,8 +85,8 @@ TEST(Canonicalize, RandomMapsKeepEveryElementInPlace) {
   }
 }
 
-/// Derivation and canonicalization agree on where every element goes; the
-/// derived map is a fixpoint of canonicalization. (Their pieces may group an
+/// Random layout -> index map -> derive -> verify -> canonicalize (a
+/// fixpoint) -> JSON round trip: all agree on where every element goes. (Their pieces may group an
 /// ambiguous progression differently: rows at shard rows 24, 48, 60, 72 are
 /// two progressions either way.)
 TEST(Canonicalize, DerivationFromIndexMapsAgreesWithCanonicalization) {
@@ -106,6 +109,15 @@ TEST(Canonicalize, DerivationFromIndexMapsAgreesWithCanonicalization) {
     llvm::Expected<ParamMap> again = canonicalizeParamMap(*derived);
     ASSERT_TRUE(static_cast<bool>(again));
     expectSameMaps(*again, *derived);
+
+    // Through the JSON document and back: the same pieces.
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    writeMapDocument({*derived}, os);
+    llvm::Expected<std::vector<ParamMap>> parsed = parseMapDocument(text);
+    ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+    for (const Shard &shard : derived->shards)
+      EXPECT_EQ((*parsed)[0].shards[shard.rank].pieces, shard.pieces);
     if (HasFailure())
       return;
   }
