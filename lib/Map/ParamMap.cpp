@@ -142,53 +142,56 @@ static std::string checkViewInBounds(ArrayRef<int64_t> shape,
   return {};
 }
 
-std::string ucp::checkPiece(const Piece &piece, ArrayRef<int64_t> logicalShape,
-                            ArrayRef<int64_t> shardShape, int64_t rank,
-                            int64_t worldSize) {
-  size_t rankOfShape = piece.shape.size();
-  if (piece.source.strides.size() != rankOfShape)
-    return "source strides " + formatList(piece.source.strides) + " have " +
-           std::to_string(piece.source.strides.size()) +
-           " entries but the shape " + formatList(piece.shape) + " has " +
-           std::to_string(rankOfShape);
-  if (piece.dest.strides.size() != rankOfShape)
-    return "dest strides " + formatList(piece.dest.strides) + " have " +
-           std::to_string(piece.dest.strides.size()) +
-           " entries but the shape " + formatList(piece.shape) + " has " +
-           std::to_string(rankOfShape);
-  if (std::string e = checkNonNegative(piece.shape, "extent"); !e.empty())
+std::string ucp::checkViews(ArrayRef<int64_t> shape,
+                            ArrayRef<ViewInBuffer> views) {
+  for (const ViewInBuffer &v : views) {
+    if (v.view->strides.size() != shape.size())
+      return std::string(v.side) + " strides " + formatList(v.view->strides) +
+             " have " + std::to_string(v.view->strides.size()) +
+             " entries but the shape " + formatList(shape) + " has " +
+             std::to_string(shape.size());
+  }
+  if (std::string e = checkNonNegative(shape, "extent"); !e.empty())
     return e;
-  if (std::string e = checkNonNegative(piece.source.strides, "source stride");
-      !e.empty())
-    return e;
-  if (std::string e = checkNonNegative(piece.dest.strides, "dest stride");
-      !e.empty())
-    return e;
-  if (piece.source.offset < 0)
-    return "source offset " + std::to_string(piece.source.offset) +
-           " must be non-negative";
-  if (piece.dest.offset < 0)
-    return "dest offset " + std::to_string(piece.dest.offset) +
-           " must be non-negative";
-
-  std::optional<int64_t> pieceElements = getNumElements(piece.shape);
-  if (!pieceElements)
-    return "piece shape " + formatList(piece.shape) +
-           " has more elements than int64 can count";
-  // An empty piece covers nothing; DeepSpeed places such pieces at offset
-  // numel, so only non-empty views are bounds-checked.
-  if (*pieceElements > 0) {
-    int64_t fElements = getNumElements(logicalShape).value_or(0);
-    int64_t shardElements = getNumElements(shardShape).value_or(0);
-    if (std::string e = checkViewInBounds(piece.shape, piece.source,
-                                          fElements, "source", "F");
-        !e.empty())
-      return e;
-    if (std::string e = checkViewInBounds(piece.shape, piece.dest,
-                                          shardElements, "dest", "the shard");
+  for (const ViewInBuffer &v : views) {
+    if (std::string e = checkNonNegative(v.view->strides,
+                                         std::string(v.side) + " stride");
         !e.empty())
       return e;
   }
+  for (const ViewInBuffer &v : views) {
+    if (v.view->offset < 0)
+      return std::string(v.side) + " offset " + std::to_string(v.view->offset) +
+             " must be non-negative";
+  }
+  std::optional<int64_t> elements = getNumElements(shape);
+  if (!elements)
+    return "shape " + formatList(shape) +
+           " has more elements than int64 can count";
+  // An empty view covers nothing; DeepSpeed places such pieces at offset
+  // numel, so only non-empty views are bounds-checked.
+  if (*elements > 0) {
+    for (const ViewInBuffer &v : views) {
+      if (std::string e = checkViewInBounds(shape, *v.view, v.bufferElements,
+                                            v.side, v.buffer);
+          !e.empty())
+        return e;
+    }
+  }
+  return {};
+}
+
+std::string ucp::checkPiece(const Piece &piece, ArrayRef<int64_t> logicalShape,
+                            ArrayRef<int64_t> shardShape, int64_t rank,
+                            int64_t worldSize) {
+  int64_t fElements = getNumElements(logicalShape).value_or(0);
+  int64_t shardElements = getNumElements(shardShape).value_or(0);
+  if (std::string e = checkViews(piece.shape, {{&piece.source, fElements,
+                                                "source", "F"},
+                                               {&piece.dest, shardElements,
+                                                "dest", "the shard"}});
+      !e.empty())
+    return e;
 
   if (piece.locations.empty())
     return "locations must name at least the rank " + std::to_string(rank) +

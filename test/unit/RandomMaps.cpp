@@ -104,11 +104,20 @@ void rewriteDims(std::mt19937_64 &rng, Piece &piece) {
 
 ParamMap ucp::testing::makeRandomMap(std::mt19937_64 &rng, int maxRank,
                                      int64_t maxExtent, int64_t maxWorld) {
+  Extents shape;
+  for (int64_t d = 0, rank = uniform(rng, 1, maxRank); d < rank; ++d)
+    shape.push_back(uniform(rng, 1, maxExtent));
+  return makeRandomMapOf(rng, shape, maxWorld);
+}
+
+ParamMap ucp::testing::makeRandomMapOf(std::mt19937_64 &rng,
+                                       llvm::ArrayRef<int64_t> logicalShape,
+                                       int64_t maxWorld,
+                                       llvm::ArrayRef<double> scales) {
   ParamMap map;
   map.name = "random.weight";
-  int64_t rank = uniform(rng, 1, maxRank);
-  for (int64_t d = 0; d < rank; ++d)
-    map.logicalShape.push_back(uniform(rng, 1, maxExtent));
+  map.logicalShape.assign(logicalShape.begin(), logicalShape.end());
+  int64_t rank = logicalShape.size();
   map.worldSize = uniform(rng, 1, maxWorld);
 
   // A grid: one or two axes cut into random (possibly empty) segments.
@@ -143,8 +152,7 @@ ParamMap ucp::testing::makeRandomMap(std::mt19937_64 &rng, int maxRank,
       std::shuffle(ranks.begin(), ranks.end(), rng);
       block.holders.assign(ranks.begin(), ranks.begin() + copies);
       llvm::sort(block.holders);
-      static const double scales[] = {1.0, 1.0, 1.0, 0.5, 0.25, 3.0};
-      block.scale = scales[uniform(rng, 0, 5)];
+      block.scale = scales[uniform(rng, 0, scales.size() - 1)];
       blocks.push_back(block);
     }
     int64_t d = rank - 1;
@@ -360,4 +368,39 @@ void ucp::PrintTo(const Piece &p, std::ostream *os) {
       << formatList(p.dest.strides) << " on " << formatList(p.locations);
   if (p.scale != 1.0)
     *os << " scale " << formatScale(p.scale);
+}
+
+std::map<int64_t, std::vector<double>>
+ucp::testing::applyPlan(const TransferPlan &plan,
+                        const std::map<int64_t, std::vector<double>> &sources,
+                        double fillValue, double unwritten) {
+  std::map<int64_t, std::vector<double>> targets;
+  for (const auto &[rank, shape] : plan.targetShards)
+    targets[rank].assign(getNumElements(shape).value_or(0), unwritten);
+  auto forEach = [](llvm::ArrayRef<int64_t> shape,
+                    llvm::function_ref<void(llvm::ArrayRef<int64_t>)> fn) {
+    int64_t n = getNumElements(shape).value_or(0);
+    for (int64_t flat = 0; flat < n; ++flat)
+      fn(unravelIndex(flat, shape));
+  };
+  auto at = [](const StridedView &view, llvm::ArrayRef<int64_t> index) {
+    int64_t offset = view.offset;
+    for (size_t d = 0; d < index.size(); ++d)
+      offset += index[d] * view.strides[d];
+    return offset;
+  };
+  for (const Segment &segment : plan.segments) {
+    const std::vector<double> &from = sources.at(segment.sourceRank);
+    std::vector<double> &to = targets.at(segment.targetRank);
+    forEach(segment.shape, [&](llvm::ArrayRef<int64_t> i) {
+      to[at(segment.target, i)] = from[at(segment.source, i)] * segment.scale;
+    });
+  }
+  for (const Fill &fill : plan.fills) {
+    std::vector<double> &to = targets.at(fill.rank);
+    forEach(fill.shape, [&](llvm::ArrayRef<int64_t> i) {
+      to[at(fill.target, i)] = fillValue;
+    });
+  }
+  return targets;
 }

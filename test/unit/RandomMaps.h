@@ -11,6 +11,9 @@
 #define UCP_TEST_UNIT_RANDOMMAPS_H
 
 #include "ucp/Map/ParamMap.h"
+#include "ucp/Plan/TransferPlan.h"
+
+#include <map>
 
 #include <ostream>
 #include <random>
@@ -22,6 +25,15 @@ namespace ucp::testing {
 /// most `maxWorld` ranks.
 ParamMap makeRandomMap(std::mt19937_64 &rng, int maxRank = 4,
                        int64_t maxExtent = 7, int64_t maxWorld = 6);
+
+/// Returns a valid map of a random layout of a tensor of `logicalShape`
+/// over a world of at most `maxWorld` ranks, with scales drawn from
+/// `scales`.
+ParamMap makeRandomMapOf(std::mt19937_64 &rng,
+                         llvm::ArrayRef<int64_t> logicalShape,
+                         int64_t maxWorld = 6,
+                         llvm::ArrayRef<double> scales = {1.0, 1.0, 1.0, 0.5,
+                                                          0.25, 3.0});
 
 /// Splits `total` into `parts` sizes, the remainder going to the low ranks
 /// (DeepSpeed's default rule: 10/4 -> [3, 3, 2, 2]).
@@ -55,6 +67,14 @@ std::vector<ParamMap> makeLlamaMapSet(int64_t layers, int64_t hidden,
 std::vector<std::vector<double>> extractShards(const ParamMap &map,
                                                llvm::ArrayRef<double> full,
                                                double unwritten = -1.0);
+
+/// The reference interpreter of plans: applies every copy and fill of
+/// `plan` to `sources` (rank -> shard data) element by element. Target
+/// elements nothing writes hold `unwritten`.
+std::map<int64_t, std::vector<double>>
+applyPlan(const TransferPlan &plan,
+          const std::map<int64_t, std::vector<double>> &sources,
+          double fillValue, double unwritten = -1.0);
 
 /// Returns `n` distinct values, so that every element of F is recognisable.
 std::vector<double> makeMarkers(int64_t n, std::mt19937_64 &rng);

@@ -110,6 +110,21 @@ std::string formatScale(double scale);
 // whichever way it arrives.
 //===----------------------------------------------------------------------===//
 
+/// A view that must lie inside a buffer of `bufferElements` elements; `side`
+/// and `buffer` name them in diagnostics ("source", "F").
+struct ViewInBuffer {
+  const StridedView *view;
+  int64_t bufferElements;
+  const char *side;
+  const char *buffer;
+};
+
+/// Checks views of one `shape`: as many strides as dimensions, non-negative
+/// extents, strides and offsets, and (when non-empty) every element inside
+/// its buffer.
+std::string checkViews(llvm::ArrayRef<int64_t> shape,
+                       llvm::ArrayRef<ViewInBuffer> views);
+
 /// Checks a parameter's logical shape, world size and, when set, its
 /// original vocabulary size (at most the rows of F).
 std::string checkParamHeader(llvm::ArrayRef<int64_t> logicalShape,

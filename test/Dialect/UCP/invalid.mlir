@@ -125,7 +125,7 @@ ucp.param @w shape [4] world 1 {
 
 ucp.param @w shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{piece shape [4294967296, 4294967296] has more elements than int64 can count}}
+    // expected-error@+1 {{op shape [4294967296, 4294967296] has more elements than int64 can count}}
     ucp.piece [4294967296, 4294967296] src 0 [0, 0] dst 0 [0, 0] on [0]
   }
 }

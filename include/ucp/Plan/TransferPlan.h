@@ -1,0 +1,98 @@
+//===- TransferPlan.h - Plans that move shards between layouts --*- C++ -*-===//
+//
+// A transfer plan (spec §2.3, M_t o M_s^-1) says how to fill every target
+// shard from the source shards without building F: strided copies between
+// a source shard and a target shard, each optionally scaled, plus fills for
+// target elements no source holds (vocabulary padding). Offsets and strides
+// are in elements of the shards, as in DeepSpeed's phase-2 segments.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_PLAN_TRANSFERPLAN_H
+#define UCP_PLAN_TRANSFERPLAN_H
+
+#include "ucp/Map/ParamMap.h"
+
+#include <map>
+
+namespace ucp {
+
+/// A strided copy `target[view] = source[view] * scale`.
+struct Segment {
+  Extents shape;
+  int64_t sourceRank = 0;
+  StridedView source;
+  int64_t targetRank = 0;
+  StridedView target;
+  /// s_target / s_source: the factor between what the two shards hold.
+  double scale = 1.0;
+
+  bool operator==(const Segment &o) const {
+    return shape == o.shape && sourceRank == o.sourceRank &&
+           source == o.source && targetRank == o.targetRank &&
+           target == o.target && scale == o.scale;
+  }
+};
+
+/// Target elements no source holds; the executor initialises them.
+struct Fill {
+  int64_t rank = 0;
+  Extents shape;
+  StridedView target;
+
+  bool operator==(const Fill &o) const {
+    return rank == o.rank && shape == o.shape && target == o.target;
+  }
+};
+
+/// The plan of one parameter.
+struct TransferPlan {
+  std::string name;
+  int64_t sourceWorld = 1;
+  int64_t targetWorld = 1;
+  /// The shard shape of every source and target rank that has one.
+  std::map<int64_t, Extents> sourceShards;
+  std::map<int64_t, Extents> targetShards;
+  /// Ordered by target rank, then target offset.
+  std::vector<Segment> segments;
+  std::vector<Fill> fills;
+};
+
+/// How the planner picks one of several ranks holding the same data.
+struct ReplicaPolicy {
+  enum Kind {
+    /// The lowest holder.
+    Lowest,
+    /// The holder whose rank equals the target rank, else the lowest.
+    Local,
+    /// As Local, then a holder on the target rank's node (ranks r and t
+    /// share a node when r / ranksPerNode == t / ranksPerNode), else the
+    /// lowest.
+    Node,
+    /// The holder that has sent the fewest elements so far in this plan
+    /// (ties to the lowest).
+    Balance,
+  } kind = Local;
+  int64_t ranksPerNode = 8;
+};
+
+//===----------------------------------------------------------------------===//
+// Local invariants of plans (shared by the plan ops and the importers)
+//===----------------------------------------------------------------------===//
+
+/// Checks a copy's views against its shards' shapes and its scale.
+std::string checkSegment(const Segment &segment,
+                         llvm::ArrayRef<int64_t> sourceShard,
+                         llvm::ArrayRef<int64_t> targetShard);
+
+/// Checks a fill's view against its shard's shape.
+std::string checkFill(const Fill &fill, llvm::ArrayRef<int64_t> targetShard);
+
+/// Checks that the copies and fills of target rank `rank` write every
+/// element of its shard exactly once; returns a diagnostic naming the first
+/// element written twice or never.
+std::string checkTargetTiling(const TransferPlan &plan, int64_t rank);
+
+} // namespace ucp
+
+#endif // UCP_PLAN_TRANSFERPLAN_H
