@@ -6,6 +6,8 @@
 #include "ucp/IO/IndexMapDocument.h"
 #include "ucp/IO/LegacyDocument.h"
 #include "ucp/IO/MapDocument.h"
+#include "ucp/IO/PlanDocument.h"
+#include "ucp/Dialect/UCP/IR/PlanConversion.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -200,6 +202,17 @@ void ucp::registerMapTranslations() {
       "export-json", "export ucp ops as a JSON map document (spec §6.2)",
       [](Operation *op, llvm::raw_ostream &os) {
         return exportMapDocument(cast<ModuleOp>(op), os);
+      },
+      registerDialects);
+  static TranslateFromMLIRRegistration exportPlanJson(
+      "export-plan-json",
+      "export ucp transfer plans as a JSON plan document (DESIGN.md §5)",
+      [](Operation *op, llvm::raw_ostream &os) {
+        std::vector<TransferPlan> plans;
+        for (PlanOp plan : cast<ModuleOp>(op).getOps<PlanOp>())
+          plans.push_back(toTransferPlan(plan));
+        writePlanDocument(plans, os);
+        return success();
       },
       registerDialects);
   static TranslateFromMLIRRegistration summarize(

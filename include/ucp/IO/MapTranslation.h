@@ -19,8 +19,8 @@ mlir::OwningOpRef<mlir::ModuleOp> importMapDocument(llvm::StringRef text,
 mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
                                       llvm::raw_ostream &os);
 
-/// Registers the `--import-json`, `--import-index-map`, `--export-json` and
-/// `--summarize` translations.
+/// Registers the `--import-json`, `--import-index-map`, `--import-legacy`,
+/// `--export-json`, `--export-plan-json` and `--summarize` translations.
 void registerMapTranslations();
 
 } // namespace ucp

@@ -7,6 +7,7 @@
 
 #include "ucp/Dialect/UCP/IR/UCPOps.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
+#include "ucp/Dialect/UCP/IR/PlanConversion.h"
 
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseMap.h"
@@ -85,6 +86,121 @@ LogicalResult PieceOp::verify() {
   std::string error =
       checkPiece(toPiece(*this), param.getLogicalShape(),
                  shard.getShardShape(), shard.getRank(), param.getWorldSize());
+  if (!error.empty())
+    return emitOpError(error);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// PlanOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult PlanOp::verify() {
+  if (getSourceWorld() < 1)
+    return emitOpError("source world size must be positive, got ")
+           << getSourceWorld();
+  if (getTargetWorld() < 1)
+    return emitOpError("target world size must be positive, got ")
+           << getTargetWorld();
+  return success();
+}
+
+LogicalResult PlanOp::verifyRegions() {
+  llvm::DenseMap<int64_t, Operation *> sources, targets;
+  for (Operation &op : getBody().front()) {
+    llvm::DenseMap<int64_t, Operation *> *seen = nullptr;
+    int64_t rank = 0;
+    if (auto source = dyn_cast<SourceShardOp>(op)) {
+      seen = &sources;
+      rank = source.getRank();
+    } else if (auto target = dyn_cast<TargetShardOp>(op)) {
+      seen = &targets;
+      rank = target.getRank();
+    } else {
+      return op.emitOpError(
+          "is not a shard declaration; a ucp.plan holds ucp.source_shard and "
+          "ucp.target_shard ops only");
+    }
+    auto [it, inserted] = seen->try_emplace(rank, &op);
+    if (!inserted) {
+      InFlightDiagnostic diag = op.emitOpError()
+                                << "rank " << rank << " is declared twice";
+      diag.attachNote(it->second->getLoc()) << "first declared here";
+      return diag;
+    }
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// SourceShardOp, TargetShardOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult SourceShardOp::verify() {
+  auto plan = (*this)->getParentOfType<PlanOp>();
+  std::string error =
+      checkShardHeader(getRank(), getShardShape(), plan.getSourceWorld());
+  if (!error.empty())
+    return emitOpError(error);
+  return success();
+}
+
+LogicalResult TargetShardOp::verify() {
+  auto plan = (*this)->getParentOfType<PlanOp>();
+  std::string error =
+      checkShardHeader(getRank(), getShardShape(), plan.getTargetWorld());
+  if (!error.empty())
+    return emitOpError(error);
+  for (Operation &op : getBody().front())
+    if (!isa<CopyOp, FillOp>(op))
+      return op.emitOpError(
+          "is not a ucp.copy or ucp.fill; a ucp.target_shard holds writes only");
+  return success();
+}
+
+LogicalResult TargetShardOp::verifyRegions() {
+  TransferPlan plan = toTransferPlan((*this)->getParentOfType<PlanOp>());
+  std::string error = checkTargetTiling(plan, getRank());
+  if (!error.empty())
+    return emitOpError(error);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CopyOp, FillOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CopyOp::verify() {
+  auto target = (*this)->getParentOfType<TargetShardOp>();
+  auto plan = target->getParentOfType<PlanOp>();
+  std::optional<SourceShardOp> source;
+  for (SourceShardOp candidate : plan.getSourceShards())
+    if (candidate.getRank() == getSourceRank())
+      source = candidate;
+  if (!source)
+    return emitOpError("reads from source rank ")
+           << getSourceRank() << ", which declares no shard";
+  Segment segment{Extents(getShape().begin(), getShape().end()),
+                  getSourceRank(),
+                  {getSrcOffset(),
+                   Extents(getSrcStrides().begin(), getSrcStrides().end())},
+                  target.getRank(),
+                  {getDstOffset(),
+                   Extents(getDstStrides().begin(), getDstStrides().end())},
+                  getScale().convertToDouble()};
+  std::string error =
+      checkSegment(segment, source->getShardShape(), target.getShardShape());
+  if (!error.empty())
+    return emitOpError(error);
+  return success();
+}
+
+LogicalResult FillOp::verify() {
+  auto target = (*this)->getParentOfType<TargetShardOp>();
+  Fill fill{target.getRank(), Extents(getShape().begin(), getShape().end()),
+            {getDstOffset(),
+             Extents(getDstStrides().begin(), getDstStrides().end())}};
+  std::string error = checkFill(fill, target.getShardShape());
   if (!error.empty())
     return emitOpError(error);
   return success();

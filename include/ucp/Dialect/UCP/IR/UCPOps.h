@@ -17,6 +17,8 @@
 namespace ucp {
 class ShardOp;
 class PieceOp;
+class SourceShardOp;
+class TargetShardOp;
 } // namespace ucp
 
 #define GET_OP_CLASSES

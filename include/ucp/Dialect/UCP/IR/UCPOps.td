@@ -153,4 +153,122 @@ def UCP_PieceOp : UCP_Op<"piece", [HasParent<"ShardOp">]> {
   }];
 }
 
+//===----------------------------------------------------------------------===//
+// Transfer plans
+//===----------------------------------------------------------------------===//
+
+def UCP_PlanOp : UCP_Op<"plan", [
+    Symbol, SingleBlock, NoTerminator, IsolatedFromAbove]> {
+  let summary = "how to fill one parameter's target shards from its source shards";
+  let description = [{
+    The transfer plan of one parameter, M_t o M_s^-1 (spec §2.3): the shard
+    shapes on both sides, then, per target rank, the copies and fills that
+    write every element of its shard exactly once. F appears nowhere: every
+    offset and stride is into a shard.
+
+    ```mlir
+    ucp.plan @"c_attn.weight" source_world 2 target_world 4 {
+      ucp.source_shard rank 0 shape [32, 8]
+      ucp.source_shard rank 1 shape [32, 8]
+      ucp.target_shard rank 1 shape [24, 8] {
+        ucp.copy [24, 8] from 0 at 64 [8, 1] to 0 [8, 1]
+      }
+      ...
+    }
+    ```
+  }];
+  let arguments = (ins
+    SymbolNameAttr:$sym_name,
+    I64Attr:$source_world,
+    I64Attr:$target_world
+  );
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    $sym_name `source_world` $source_world `target_world` $target_world
+    attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+  let extraClassDeclaration = [{
+    /// The declared source shards.
+    auto getSourceShards() { return getBody().front().getOps<SourceShardOp>(); }
+    /// The target shards and their writes.
+    auto getTargetShards() { return getBody().front().getOps<TargetShardOp>(); }
+  }];
+}
+
+def UCP_SourceShardOp : UCP_Op<"source_shard", [HasParent<"PlanOp">]> {
+  let summary = "the shape of a source rank's shard";
+  let description = [{
+    Declares that source rank `rank` holds a shard of `shape` (row-major,
+    starting at its first element), which copies may read.
+  }];
+  let arguments = (ins I64Attr:$rank, DenseI64ArrayAttr:$shard_shape);
+  let assemblyFormat = "`rank` $rank `shape` $shard_shape attr-dict";
+  let hasVerifier = 1;
+}
+
+def UCP_TargetShardOp : UCP_Op<"target_shard", [
+    HasParent<"PlanOp">, SingleBlock, NoTerminator]> {
+  let summary = "the writes that fill one target rank's shard";
+  let description = [{
+    Target rank `rank`'s shard of `shape` and the `ucp.copy` and `ucp.fill`
+    ops that write it. Together they write every element exactly once.
+  }];
+  let arguments = (ins I64Attr:$rank, DenseI64ArrayAttr:$shard_shape);
+  let regions = (region SizedRegion<1>:$body);
+  let assemblyFormat = [{
+    `rank` $rank `shape` $shard_shape attr-dict-with-keyword $body
+  }];
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+}
+
+def UCP_CopyOp : UCP_Op<"copy", [HasParent<"TargetShardOp">]> {
+  let summary = "a strided copy from a source shard";
+  let description = [{
+    `target[to view] = source_shard(from)[at view] * scale`: a block of
+    `shape` elements read from source rank `from` at the strided view
+    `at OFFSET [STRIDES]` and written into the enclosing target shard at
+    `to OFFSET [STRIDES]`. `scale` (default 1) is s_target / s_source.
+
+    ```mlir
+    ucp.copy [16, 4] from 1 at 0 [4, 1] to 4 [8, 1]
+    ```
+  }];
+  let arguments = (ins
+    DenseI64ArrayAttr:$shape,
+    I64Attr:$source_rank,
+    I64Attr:$src_offset,
+    DenseI64ArrayAttr:$src_strides,
+    I64Attr:$dst_offset,
+    DenseI64ArrayAttr:$dst_strides,
+    DefaultValuedAttr<F64Attr, "1.0">:$scale
+  );
+  let assemblyFormat = [{
+    $shape `from` $source_rank `at` $src_offset $src_strides
+    `to` $dst_offset $dst_strides (`scale` $scale^)? attr-dict
+  }];
+  let hasVerifier = 1;
+}
+
+def UCP_FillOp : UCP_Op<"fill", [HasParent<"TargetShardOp">]> {
+  let summary = "target elements no source holds";
+  let description = [{
+    A block of the enclosing target shard that no source holds (padding
+    rows of a vocabulary); the executor initialises it.
+
+    ```mlir
+    ucp.fill [3, 8] at 104 [8, 1]
+    ```
+  }];
+  let arguments = (ins
+    DenseI64ArrayAttr:$shape,
+    I64Attr:$dst_offset,
+    DenseI64ArrayAttr:$dst_strides
+  );
+  let assemblyFormat = "$shape `at` $dst_offset $dst_strides attr-dict";
+  let hasVerifier = 1;
+}
+
 #endif // UCP_DIALECT_UCP_IR_UCPOPS_TD

@@ -62,4 +62,36 @@ def UCPCanonicalizePass : Pass<"ucp-canonicalize", "mlir::ModuleOp"> {
   }];
 }
 
+def UCPComposePass : Pass<"ucp-compose", "mlir::ModuleOp"> {
+  let summary = "Compose the source maps with target maps into transfer plans";
+  let description = [{
+    Replaces every `ucp.param` (the source map, M_s) by the `ucp.plan` that
+    fills the shards of the same parameter in the target map (M_t, read
+    from `target`, a `.json` map document or a `.mlir` file): M_t o M_s^-1,
+    computed from the pieces alone, without building F
+    (docs/Composition.md). Both maps must hold the same parameters; their
+    world sizes may differ.
+
+    `policy` picks one of several ranks holding the same data (the IR states
+    the fact, the planner decides): `lowest`; `local` (the target rank
+    itself if it holds the data, else the lowest; the default);
+    `node` (local, else a rank on the same node of `ranks-per-node` ranks,
+    else the lowest); `balance` (the holder that has sent the fewest
+    elements so far). All are deterministic.
+
+    A padded vocabulary (`vocab N` on either side) is composed over its real
+    rows only: source padding is never read, target padding becomes
+    `ucp.fill`. A scale on either side becomes the copy's factor
+    s_target / s_source.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "the target map (.json map document or .mlir file)">,
+    Option<"policy", "policy", "std::string", /*default=*/"\"local\"",
+           "replica choice: lowest, local, node or balance">,
+    Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"8",
+           "ranks per node, for policy=node">,
+  ];
+}
+
 #endif // UCP_DIALECT_UCP_TRANSFORMS_PASSES_TD

@@ -1,0 +1,62 @@
+//===- PlanConversion.cpp - ucp plan ops <-> plain plans ------------------===//
+
+#include "ucp/Dialect/UCP/IR/PlanConversion.h"
+
+using namespace mlir;
+using namespace ucp;
+
+static Extents toExtents(llvm::ArrayRef<int64_t> values) {
+  return Extents(values.begin(), values.end());
+}
+
+TransferPlan ucp::toTransferPlan(PlanOp planOp) {
+  TransferPlan plan;
+  plan.name = planOp.getSymName().str();
+  plan.sourceWorld = planOp.getSourceWorld();
+  plan.targetWorld = planOp.getTargetWorld();
+  for (SourceShardOp source : planOp.getSourceShards())
+    plan.sourceShards[source.getRank()] = toExtents(source.getShardShape());
+  for (TargetShardOp target : planOp.getTargetShards()) {
+    plan.targetShards[target.getRank()] = toExtents(target.getShardShape());
+    for (Operation &op : target.getBody().front()) {
+      if (auto copy = dyn_cast<CopyOp>(op))
+        plan.segments.push_back(
+            {toExtents(copy.getShape()), copy.getSourceRank(),
+             {copy.getSrcOffset(), toExtents(copy.getSrcStrides())},
+             target.getRank(),
+             {copy.getDstOffset(), toExtents(copy.getDstStrides())},
+             copy.getScale().convertToDouble()});
+      else if (auto fill = dyn_cast<FillOp>(op))
+        plan.fills.push_back(
+            {target.getRank(), toExtents(fill.getShape()),
+             {fill.getDstOffset(), toExtents(fill.getDstStrides())}});
+    }
+  }
+  return plan;
+}
+
+PlanOp ucp::buildPlanOp(OpBuilder &builder, Location loc,
+                        const TransferPlan &plan) {
+  auto planOp = builder.create<PlanOp>(loc, plan.name, plan.sourceWorld,
+                                       plan.targetWorld);
+  OpBuilder::InsertionGuard guard(builder);
+  Block *body = builder.createBlock(&planOp.getBody());
+  for (const auto &[rank, shape] : plan.sourceShards)
+    builder.create<SourceShardOp>(loc, rank, shape);
+  for (const auto &[rank, shape] : plan.targetShards) {
+    builder.setInsertionPointToEnd(body);
+    auto target = builder.create<TargetShardOp>(loc, rank, shape);
+    builder.createBlock(&target.getBody());
+    for (const Segment &segment : plan.segments)
+      if (segment.targetRank == rank)
+        builder.create<CopyOp>(loc, segment.shape, segment.sourceRank,
+                               segment.source.offset, segment.source.strides,
+                               segment.target.offset, segment.target.strides,
+                               llvm::APFloat(segment.scale));
+    for (const Fill &fill : plan.fills)
+      if (fill.rank == rank)
+        builder.create<FillOp>(loc, fill.shape, fill.target.offset,
+                               fill.target.strides);
+  }
+  return planOp;
+}

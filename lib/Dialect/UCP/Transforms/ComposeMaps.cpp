@@ -1,0 +1,135 @@
+//===- ComposeMaps.cpp - The --ucp-compose pass ---------------------------===//
+//
+// Loads the target maps, composes each source parameter with its target
+// counterpart (ucp/Plan/Compose.h) and replaces the param op by the plan op.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
+#include "ucp/Dialect/UCP/IR/PlanConversion.h"
+#include "ucp/Dialect/UCP/Transforms/Passes.h"
+#include "ucp/IO/MapDocument.h"
+#include "ucp/Plan/Compose.h"
+
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
+
+#include <set>
+
+namespace ucp {
+#define GEN_PASS_DEF_UCPCOMPOSEPASS
+#include "ucp/Dialect/UCP/Transforms/Passes.h.inc"
+} // namespace ucp
+
+using namespace mlir;
+using namespace ucp;
+
+namespace {
+
+struct UCPComposePass : public ucp::impl::UCPComposePassBase<UCPComposePass> {
+  using UCPComposePassBase::UCPComposePassBase;
+  void runOnOperation() override;
+
+private:
+  /// Reads the target maps, by name.
+  FailureOr<std::map<std::string, ParamMap>> loadTargets();
+};
+
+} // namespace
+
+FailureOr<std::map<std::string, ParamMap>> UCPComposePass::loadTargets() {
+  ModuleOp module = getOperation();
+  if (target.empty()) {
+    module.emitError("--ucp-compose needs target=FILE, the target map");
+    return failure();
+  }
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(target, &error);
+  if (!file) {
+    module.emitError("cannot read the target map: ") << error;
+    return failure();
+  }
+  std::vector<ParamMap> maps;
+  if (llvm::StringRef(target).ends_with(".json")) {
+    llvm::Expected<std::vector<ParamMap>> parsed =
+        parseMapDocument(file->getBuffer());
+    if (!parsed) {
+      module.emitError(target) << ": " << llvm::toString(parsed.takeError());
+      return failure();
+    }
+    maps = std::move(*parsed);
+  } else {
+    llvm::SourceMgr sourceMgr;
+    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+    OwningOpRef<ModuleOp> targets =
+        parseSourceFile<ModuleOp>(sourceMgr, module.getContext());
+    if (!targets)
+      return failure();
+    for (ParamOp param : targets->getOps<ParamOp>())
+      maps.push_back(toParamMap(param));
+  }
+  std::map<std::string, ParamMap> byName;
+  for (ParamMap &map : maps)
+    byName.emplace(map.name, std::move(map));
+  return byName;
+}
+
+void UCPComposePass::runOnOperation() {
+  ReplicaPolicy replicaPolicy;
+  if (policy == "lowest")
+    replicaPolicy.kind = ReplicaPolicy::Lowest;
+  else if (policy == "local")
+    replicaPolicy.kind = ReplicaPolicy::Local;
+  else if (policy == "node")
+    replicaPolicy.kind = ReplicaPolicy::Node;
+  else if (policy == "balance")
+    replicaPolicy.kind = ReplicaPolicy::Balance;
+  else {
+    getOperation().emitError("unknown replica policy '")
+        << policy << "'; expected lowest, local, node or balance";
+    return signalPassFailure();
+  }
+  replicaPolicy.ranksPerNode = ranksPerNode;
+
+  FailureOr<std::map<std::string, ParamMap>> targets = loadTargets();
+  if (failed(targets))
+    return signalPassFailure();
+
+  // Both sides must describe the same parameters.
+  bool mismatched = false;
+  std::set<std::string> sourceNames;
+  for (ParamOp param : getOperation().getOps<ParamOp>()) {
+    sourceNames.insert(param.getSymName().str());
+    if (!targets->count(param.getSymName().str())) {
+      param.emitError("parameter '")
+          << param.getSymName() << "' is in the source map but not in the target map";
+      mismatched = true;
+    }
+  }
+  for (const auto &[name, map] : *targets) {
+    if (!sourceNames.count(name)) {
+      getOperation().emitError("parameter '")
+          << name << "' is in the target map but not in the source map";
+      mismatched = true;
+    }
+  }
+  if (mismatched)
+    return signalPassFailure();
+
+  SentElements sent;
+  for (ParamOp param :
+       llvm::make_early_inc_range(getOperation().getOps<ParamOp>())) {
+    llvm::Expected<TransferPlan> plan =
+        composeMaps(toParamMap(param), targets->at(param.getSymName().str()),
+                    replicaPolicy, sent);
+    if (!plan) {
+      param.emitError(llvm::toString(plan.takeError()));
+      return signalPassFailure();
+    }
+    OpBuilder builder(param);
+    buildPlanOp(builder, param.getLoc(), *plan);
+    param.erase();
+  }
+}

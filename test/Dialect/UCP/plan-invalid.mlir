@@ -1,0 +1,110 @@
+// RUN: affine-opt %s -split-input-file -verify-diagnostics
+
+// expected-error@+1 {{source world size must be positive, got 0}}
+ucp.plan @p source_world 0 target_world 1 {
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  // expected-error@+1 {{rank 1 is outside the world [0, 1)}}
+  ucp.source_shard rank 1 shape [4]
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  // expected-note@+1 {{first declared here}}
+  ucp.source_shard rank 0 shape [4]
+  // expected-error@+1 {{rank 0 is declared twice}}
+  ucp.source_shard rank 0 shape [4]
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{reads from source rank 1, which declares no shard}}
+    ucp.copy [4] from 1 at 0 [1] to 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{source view element [3] lands at offset 5 of the source shard, which has 4 elements}}
+    ucp.copy [4] from 0 at 2 [1] to 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{target view element [3] lands at offset 4 of the target shard, which has 4 elements}}
+    ucp.copy [4] from 0 at 0 [1] to 1 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{scale must be finite and non-zero, got 0}}
+    ucp.copy [4] from 0 at 0 [1] to 0 [1] scale 0.0
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{target view element [1] lands at offset 4 of the target shard, which has 4 elements}}
+    ucp.fill [2] at 3 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  // expected-error@+1 {{target rank 0: element [2] of its shard is written by both copy #0 and fill #0}}
+  ucp.target_shard rank 0 shape [4] {
+    ucp.copy [3] from 0 at 0 [1] to 0 [1]
+    ucp.fill [2] at 2 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  // expected-error@+1 {{target rank 0: element [3] of its shard is written by no copy or fill}}
+  ucp.target_shard rank 0 shape [4] {
+    ucp.copy [3] from 0 at 0 [1] to 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  // expected-error@+1 {{is not a shard declaration; a ucp.plan holds ucp.source_shard and ucp.target_shard ops only}}
+  builtin.module {
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{is not a ucp.copy or ucp.fill; a ucp.target_shard holds writes only}}
+    builtin.module {
+    }
+  }
+}
