@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Writes the map set of a small but complete Llama-style model at TP=4.
+"""Writes the map set of a small but complete Llama-style model.
 
-    make_tiny_llama.py > tiny-llama-tp4.json
+    make_tiny_llama.py [TP] > tiny-llama-tpTP.json      (TP defaults to 4)
 
 Two decoder layers, hidden 64, 8 query heads and 4 kv heads of 8, MLP 176,
 vocabulary 1003 split unevenly as AutoTP does. Every layout is the one
@@ -11,7 +11,7 @@ DeepSpeed's AutoTP gives the parameter:
   qkv_proj                fused q/k/v sub-parameters, kv-head split rule
   o_proj                  row-parallel: columns split
   o_proj.bias             replicated and pre-divided by the world size
-                          (scale 1/4), as a layer that sums its outputs with
+                          (scale 1/TP), as a layer that sums its outputs with
                           an all-reduce stores it
   gate_up_proj            two sub-parameters concatenated on dim 0
   down_proj               row-parallel: columns split
@@ -23,7 +23,7 @@ import sys
 
 import layouts
 
-TP = 4
+TP = int(sys.argv[1]) if len(sys.argv) > 1 else 4
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM = 64, 8, 4, 8
 MLP, VOCAB, LAYERS = 176, 1003, 2
 

@@ -123,8 +123,8 @@ LogicalResult ucp::exportMapDocument(ModuleOp module, llvm::raw_ostream &os) {
 
 /// Prints one line per parameter (shape, world, pieces per rank, elements,
 /// replication, verification status) and a total.
-static LogicalResult printSummary(ModuleOp module, llvm::raw_ostream &os) {
-  std::vector<ParamMap> maps = collectMaps(module);
+static void printMapSummary(llvm::ArrayRef<ParamMap> maps,
+                            llvm::raw_ostream &os) {
   size_t nameWidth = 9;
   for (const ParamMap &map : maps)
     nameWidth = std::max(nameWidth, map.name.size());
@@ -161,6 +161,56 @@ static LogicalResult printSummary(ModuleOp module, llvm::raw_ostream &os) {
      << elements << " elements of F, " << stored << " stored ("
      << llvm::format("%.2f", elements ? double(stored) / elements : 0.0)
      << "x replication), " << failing << " failing verification\n";
+}
+
+/// Prints one line per plan (worlds, copies, fills, elements copied and how
+/// many of them cross ranks) and a total.
+static void printPlanSummary(llvm::ArrayRef<TransferPlan> plans,
+                             llvm::raw_ostream &os) {
+  size_t nameWidth = 9;
+  for (const TransferPlan &plan : plans)
+    nameWidth = std::max(nameWidth, plan.name.size());
+  os << llvm::left_justify("parameter", nameWidth) << "  worlds  "
+     << llvm::right_justify("copies", 7) << llvm::right_justify("fills", 6)
+     << llvm::right_justify("copied", 12) << llvm::right_justify("remote", 12)
+     << "\n";
+  int64_t copies = 0, fills = 0, copied = 0, remote = 0;
+  for (const TransferPlan &plan : plans) {
+    int64_t planCopied = 0, planRemote = 0;
+    for (const Segment &segment : plan.segments) {
+      int64_t n = getNumElements(segment.shape).value_or(0);
+      planCopied += n;
+      if (segment.sourceRank != segment.targetRank)
+        planRemote += n;
+    }
+    copies += plan.segments.size();
+    fills += plan.fills.size();
+    copied += planCopied;
+    remote += planRemote;
+    os << llvm::left_justify(plan.name, nameWidth) << "  "
+       << llvm::left_justify(std::to_string(plan.sourceWorld) + "->" +
+                                 std::to_string(plan.targetWorld),
+                             6)
+       << llvm::format_decimal(plan.segments.size(), 7)
+       << llvm::format_decimal(plan.fills.size(), 6)
+       << llvm::format_decimal(planCopied, 12)
+       << llvm::format_decimal(planRemote, 12) << "\n";
+  }
+  os << "total: " << plans.size() << " plans, " << copies << " copies, "
+     << fills << " fills, " << copied << " elements copied, " << remote
+     << " of them between different ranks\n";
+}
+
+/// Summarises the maps and the plans of `module`.
+static LogicalResult printSummary(ModuleOp module, llvm::raw_ostream &os) {
+  std::vector<ParamMap> maps = collectMaps(module);
+  std::vector<TransferPlan> plans;
+  for (PlanOp plan : module.getOps<PlanOp>())
+    plans.push_back(toTransferPlan(plan));
+  if (!maps.empty() || plans.empty())
+    printMapSummary(maps, os);
+  if (!plans.empty())
+    printPlanSummary(plans, os);
   return success();
 }
 
@@ -217,8 +267,9 @@ void ucp::registerMapTranslations() {
       registerDialects);
   static TranslateFromMLIRRegistration summarize(
       "summarize",
-      "print a table of every parameter: shape, world, pieces per rank, "
-      "elements, storage and verification status",
+      "print a table of every parameter map (shape, world, pieces per rank, "
+      "elements, storage, verification status) and of every transfer plan "
+      "(copies, fills, elements moved)",
       [](Operation *op, llvm::raw_ostream &os) {
         return printSummary(cast<ModuleOp>(op), os);
       },
