@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchTiming.h"
 #include "RandomMaps.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
@@ -17,21 +18,9 @@
 
 using namespace ucp;
 using namespace ucp::testing;
+using ucp::bench::timeBest;
 
 namespace {
-
-template <typename Fn>
-double timeBest(int repeats, Fn fn) {
-  double best = 1e30;
-  for (int i = 0; i < repeats; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
-  }
-  return best;
-}
 
 size_t countCopies(const ParamMap &source, const ParamMap &target,
                    ReplicaPolicy policy = {}) {

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchTiming.h"
 #include "RandomMaps.h"
 #include "ucp/Canonical/Canonicalize.h"
 #include "ucp/Canonical/IndexMapDerivation.h"
@@ -17,23 +18,7 @@
 
 using namespace ucp;
 using namespace ucp::testing;
-
-namespace {
-
-template <typename Fn>
-double timeBest(int repeats, Fn fn) {
-  double best = 1e30;
-  for (int i = 0; i < repeats; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
-  }
-  return best;
-}
-
-} // namespace
+using ucp::bench::timeBest;
 
 int main() {
   struct Case {

@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "BenchTiming.h"
 #include "RandomMaps.h"
 #include "ucp/Analysis/MapVerifier.h"
 
@@ -21,23 +22,7 @@
 
 using namespace ucp;
 using namespace ucp::testing;
-
-namespace {
-
-template <typename Fn>
-double timeBest(int repeats, Fn fn) {
-  double best = 1e30;
-  for (int i = 0; i < repeats; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    fn();
-    best = std::min(best, std::chrono::duration<double>(
-                              std::chrono::steady_clock::now() - start)
-                              .count());
-  }
-  return best;
-}
-
-} // namespace
+using ucp::bench::timeBest;
 
 int main(int argc, char **argv) {
   bool skipWalk = argc > 1 && std::strcmp(argv[1], "--skip-walk") == 0;

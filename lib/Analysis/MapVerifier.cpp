@@ -254,29 +254,6 @@ VerifyReport ucp::verifyParamMap(const ParamMap &map) {
 // Element walk
 //===----------------------------------------------------------------------===//
 
-/// Calls `fn` with the storage offset of every element of the view, in the
-/// view's row-major order.
-static void forEachOffset(ArrayRef<int64_t> shape, const StridedView &view,
-                          llvm::function_ref<void(int64_t)> fn) {
-  if (llvm::is_contained(shape, 0))
-    return;
-  Extents index(shape.size(), 0);
-  while (true) {
-    int64_t offset = view.offset;
-    for (size_t d = 0; d < shape.size(); ++d)
-      offset += index[d] * view.strides[d];
-    fn(offset);
-    int64_t d = static_cast<int64_t>(shape.size()) - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-    if (d < 0)
-      return;
-  }
-}
-
 VerifyReport ucp::verifyParamMapByWalking(const ParamMap &map) {
   if (map.worldSize > 64)
     llvm::report_fatal_error("the element walk tracks at most 64 ranks");
@@ -293,7 +270,8 @@ VerifyReport ucp::verifyParamMapByWalking(const ParamMap &map) {
   for (auto [id, ref] : llvm::enumerate(refs)) {
     const Piece &p = classifier.piece(ref);
     uint64_t bit = uint64_t(1) << map.shards[ref.shard].rank;
-    forEachOffset(p.shape, p.source, [&](int64_t e) {
+    forEachElement(p.shape, {p.source}, [&](ArrayRef<int64_t> offsets) {
+      int64_t e = offsets[0];
       holderMask[e] |= bit;
       if (first[e] == kNone) {
         first[e] = id;
@@ -330,7 +308,8 @@ VerifyReport ucp::verifyParamMapByWalking(const ParamMap &map) {
         writer2(shardElements, kNone);
     for (unsigned p = 0; p < shard.pieces.size(); ++p) {
       const Piece &piece = shard.pieces[p];
-      forEachOffset(piece.shape, piece.dest, [&](int64_t e) {
+      forEachElement(piece.shape, {piece.dest}, [&](ArrayRef<int64_t> offsets) {
+        int64_t e = offsets[0];
         if (writer1[e] == kNone)
           writer1[e] = p;
         else if (writer2[e] == kNone)

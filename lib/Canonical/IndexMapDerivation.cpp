@@ -133,18 +133,9 @@ IndexMap ucp::getIndexMap(const ParamMap &map) {
     indexShard.rank = shard.rank;
     indexShard.shape = shard.shape;
     indexShard.index.assign(getNumElements(shard.shape).value_or(0), -1);
-    for (const Piece &piece : shard.pieces) {
-      int64_t n = getNumElements(piece.shape).value_or(0);
-      for (int64_t flat = 0; flat < n; ++flat) {
-        Extents i = unravelIndex(flat, piece.shape);
-        int64_t source = piece.source.offset, dest = piece.dest.offset;
-        for (size_t d = 0; d < i.size(); ++d) {
-          source += i[d] * piece.source.strides[d];
-          dest += i[d] * piece.dest.strides[d];
-        }
-        indexShard.index[dest] = source;
-      }
-    }
+    for (const Piece &piece : shard.pieces)
+      forEachElement(piece.shape, {piece.source, piece.dest},
+                     [&](ArrayRef<int64_t> at) { indexShard.index[at[1]] = at[0]; });
   }
   return indexMap;
 }

@@ -11,10 +11,7 @@ namespace json = llvm::json;
 static Expected<int64_t> getPositive(const json::Object &object,
                                      llvm::StringRef key,
                                      const JsonPath &path) {
-  Expected<const json::Value *> value = getKey(object, key, path);
-  if (!value)
-    return value.takeError();
-  Expected<int64_t> number = getInteger(**value, path.field(key));
+  Expected<int64_t> number = getIntegerAt(object, key, path);
   if (!number)
     return number.takeError();
   if (*number <= 0)
@@ -24,11 +21,9 @@ static Expected<int64_t> getPositive(const json::Object &object,
 }
 
 Expected<ExpertPlacement> ucp::parseExpertPlacement(llvm::StringRef text) {
-  Expected<json::Value> root = json::parse(text);
+  Expected<json::Value> root = parseJson(text);
   if (!root)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "not valid JSON: " +
-                                       llvm::toString(root.takeError()));
+    return root.takeError();
   JsonPath path;
   Expected<const json::Object *> object = getObject(*root, path);
   if (!object)
@@ -36,10 +31,7 @@ Expected<ExpertPlacement> ucp::parseExpertPlacement(llvm::StringRef text) {
   if (llvm::Error error = checkKeys(
           **object, {"version", "num_experts", "ep_size", "ranks"}, path))
     return std::move(error);
-  Expected<const json::Value *> version = getKey(**object, "version", path);
-  if (!version)
-    return version.takeError();
-  Expected<int64_t> versionNumber = getInteger(**version, path.field("version"));
+  Expected<int64_t> versionNumber = getIntegerAt(**object, "version", path);
   if (!versionNumber)
     return versionNumber.takeError();
   if (*versionNumber != 1)
@@ -57,11 +49,9 @@ Expected<ExpertPlacement> ucp::parseExpertPlacement(llvm::StringRef text) {
   placement.numExperts = *numExperts;
   placement.epSize = *epSize;
 
-  Expected<const json::Value *> ranksValue = getKey(**object, "ranks", path);
-  if (!ranksValue)
-    return ranksValue.takeError();
   JsonPath ranksPath = path.field("ranks");
-  Expected<const json::Array *> ranks = getArray(**ranksValue, ranksPath);
+  Expected<const json::Array *> ranks =
+      getArrayAt(**object, "ranks", path);
   if (!ranks)
     return ranks.takeError();
   if (static_cast<int64_t>((*ranks)->size()) != placement.epSize)
@@ -78,11 +68,7 @@ Expected<ExpertPlacement> ucp::parseExpertPlacement(llvm::StringRef text) {
     if (llvm::Error error =
             checkKeys(**entryObject, {"rank", "experts"}, entryPath))
       return std::move(error);
-    Expected<const json::Value *> rankValue =
-        getKey(**entryObject, "rank", entryPath);
-    if (!rankValue)
-      return rankValue.takeError();
-    Expected<int64_t> rank = getInteger(**rankValue, entryPath.field("rank"));
+    Expected<int64_t> rank = getIntegerAt(**entryObject, "rank", entryPath);
     if (!rank)
       return rank.takeError();
     if (*rank < 0 || *rank >= placement.epSize)

@@ -23,11 +23,9 @@ static Expected<IndexMap> readIndexMap(StringRef name, const json::Value &value,
     return shape.takeError();
   indexMap.logicalShape = std::move(*shape);
 
-  Expected<const json::Value *> ranksValue = getKey(**object, "ranks", path);
-  if (!ranksValue)
-    return ranksValue.takeError();
   JsonPath ranksPath = path.field("ranks");
-  Expected<const json::Object *> ranks = getObject(**ranksValue, ranksPath);
+  Expected<const json::Object *> ranks =
+      getObjectAt(**object, "ranks", path);
   if (!ranks)
     return ranks.takeError();
   Expected<std::map<int64_t, StringRef>> keyOfRank =
@@ -60,22 +58,18 @@ static Expected<IndexMap> readIndexMap(StringRef name, const json::Value &value,
 }
 
 Expected<std::vector<IndexMap>> ucp::parseIndexMapDocument(StringRef text) {
-  Expected<json::Value> root = json::parse(text);
+  Expected<json::Value> root = parseJson(text);
   if (!root)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "not valid JSON: " +
-                                       llvm::toString(root.takeError()));
+    return root.takeError();
   JsonPath path;
   Expected<const json::Object *> object = getObject(*root, path);
   if (!object)
     return object.takeError();
   if (llvm::Error error = checkKeys(**object, {"params"}, path))
     return std::move(error);
-  Expected<const json::Value *> paramsValue = getKey(**object, "params", path);
-  if (!paramsValue)
-    return paramsValue.takeError();
   JsonPath paramsPath = path.field("params");
-  Expected<const json::Object *> params = getObject(**paramsValue, paramsPath);
+  Expected<const json::Object *> params =
+      getObjectAt(**object, "params", path);
   if (!params)
     return params.takeError();
   std::vector<IndexMap> maps;

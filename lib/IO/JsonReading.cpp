@@ -100,6 +100,41 @@ Expected<const json::Value *> ucp::getKey(const json::Object &object,
   return path.error("missing key \"" + key + "\"");
 }
 
+Expected<json::Value> ucp::parseJson(StringRef text) {
+  Expected<json::Value> root = json::parse(text);
+  if (!root)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "not valid JSON: " +
+                                       llvm::toString(root.takeError()));
+  return root;
+}
+
+Expected<const json::Object *> ucp::getObjectAt(const json::Object &object,
+                                                StringRef key,
+                                                const JsonPath &path) {
+  Expected<const json::Value *> value = getKey(object, key, path);
+  if (!value)
+    return value.takeError();
+  return getObject(**value, path.field(key));
+}
+
+Expected<const json::Array *> ucp::getArrayAt(const json::Object &object,
+                                              StringRef key,
+                                              const JsonPath &path) {
+  Expected<const json::Value *> value = getKey(object, key, path);
+  if (!value)
+    return value.takeError();
+  return getArray(**value, path.field(key));
+}
+
+Expected<int64_t> ucp::getIntegerAt(const json::Object &object, StringRef key,
+                                    const JsonPath &path) {
+  Expected<const json::Value *> value = getKey(object, key, path);
+  if (!value)
+    return value.takeError();
+  return getInteger(**value, path.field(key));
+}
+
 Expected<Extents> ucp::getIntegersAt(const json::Object &object, StringRef key,
                                      const JsonPath &path) {
   Expected<const json::Value *> value = getKey(object, key, path);

@@ -31,6 +31,9 @@ private:
   std::string text;
 };
 
+/// Parses `text`, refusing what is not JSON.
+llvm::Expected<llvm::json::Value> parseJson(llvm::StringRef text);
+
 /// Names the JSON type of `value` for diagnostics ("an array").
 llvm::StringRef getKindName(const llvm::json::Value &value);
 
@@ -47,6 +50,15 @@ llvm::Expected<Extents> getIntegers(const llvm::json::Value &value,
 llvm::Expected<const llvm::json::Value *>
 getKey(const llvm::json::Object &object, llvm::StringRef key,
        const JsonPath &path);
+/// Reads the object, array or integer under the required `key` of `object`.
+llvm::Expected<const llvm::json::Object *>
+getObjectAt(const llvm::json::Object &object, llvm::StringRef key,
+            const JsonPath &path);
+llvm::Expected<const llvm::json::Array *>
+getArrayAt(const llvm::json::Object &object, llvm::StringRef key,
+           const JsonPath &path);
+llvm::Expected<int64_t> getIntegerAt(const llvm::json::Object &object,
+                                     llvm::StringRef key, const JsonPath &path);
 /// Reads the integer list under the required `key` of `object`.
 llvm::Expected<Extents> getIntegersAt(const llvm::json::Object &object,
                                       llvm::StringRef key,

@@ -95,21 +95,13 @@ Error readCategories(const json::Object &info, const JsonPath &path,
       if (!strings)
         return strings.takeError();
       category.patterns = std::move(*strings);
-      Expected<const json::Value *> dimValue =
-          getKey(**object, "partition_dim", entryPath);
-      if (!dimValue)
-        return dimValue.takeError();
-      Expected<int64_t> dim =
-          getInteger(**dimValue, entryPath.field("partition_dim"));
+      Expected<int64_t> dim = getIntegerAt(**object, "partition_dim", entryPath);
       if (!dim)
         return dim.takeError();
       category.partitionDim = *dim;
-      Expected<const json::Value *> shapeValue =
-          getKey(**object, "shape", entryPath);
-      if (!shapeValue)
-        return shapeValue.takeError();
       JsonPath shapePath = entryPath.field("shape");
-      Expected<const json::Array *> shape = getArray(**shapeValue, shapePath);
+      Expected<const json::Array *> shape =
+          getArrayAt(**object, "shape", entryPath);
       if (!shape)
         return shape.takeError();
       if (*dim < 0 || *dim >= static_cast<int64_t>((*shape)->size()))
@@ -209,11 +201,9 @@ Expected<LegacyParam> readParam(StringRef name, const json::Value &value,
 } // namespace
 
 Expected<LegacyDocument> ucp::parseLegacyDocument(StringRef text) {
-  Expected<json::Value> root = json::parse(text);
+  Expected<json::Value> root = parseJson(text);
   if (!root)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "not valid JSON: " +
-                                       llvm::toString(root.takeError()));
+    return root.takeError();
   JsonPath path;
   Expected<const json::Object *> object = getObject(*root, path);
   if (!object)
@@ -222,10 +212,7 @@ Expected<LegacyDocument> ucp::parseLegacyDocument(StringRef text) {
           **object, {"tp_degree", "universal_checkpoint_info", "params"}, path))
     return std::move(error);
   LegacyDocument document;
-  Expected<const json::Value *> tpValue = getKey(**object, "tp_degree", path);
-  if (!tpValue)
-    return tpValue.takeError();
-  Expected<int64_t> tp = getInteger(**tpValue, path.field("tp_degree"));
+  Expected<int64_t> tp = getIntegerAt(**object, "tp_degree", path);
   if (!tp)
     return tp.takeError();
   if (*tp <= 0)
@@ -240,11 +227,9 @@ Expected<LegacyDocument> ucp::parseLegacyDocument(StringRef text) {
     if (Error error = readCategories(**infoObject, infoPath, document.categories))
       return std::move(error);
   }
-  Expected<const json::Value *> paramsValue = getKey(**object, "params", path);
-  if (!paramsValue)
-    return paramsValue.takeError();
   JsonPath paramsPath = path.field("params");
-  Expected<const json::Object *> params = getObject(**paramsValue, paramsPath);
+  Expected<const json::Object *> params =
+      getObjectAt(**object, "params", path);
   if (!params)
     return params.takeError();
   for (const auto &entry : **params) {

@@ -169,11 +169,9 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
     return shape.takeError();
   map.logicalShape = std::move(*shape);
 
-  Expected<const json::Value *> ranksValue = getKey(**object, "ranks", path);
-  if (!ranksValue)
-    return ranksValue.takeError();
   JsonPath ranksPath = path.field("ranks");
-  Expected<const json::Object *> ranks = getObject(**ranksValue, ranksPath);
+  Expected<const json::Object *> ranks =
+      getObjectAt(**object, "ranks", path);
   if (!ranks)
     return ranks.takeError();
 
@@ -202,12 +200,9 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
     if (!extents)
       return extents.takeError();
     shard.shape = std::move(*extents);
-    Expected<const json::Value *> piecesValue =
-        getKey(**rankObject, "pieces", rankPath);
-    if (!piecesValue)
-      return piecesValue.takeError();
     JsonPath piecesPath = rankPath.field("pieces");
-    Expected<const json::Array *> pieces = getArray(**piecesValue, piecesPath);
+    Expected<const json::Array *> pieces =
+        getArrayAt(**rankObject, "pieces", rankPath);
     if (!pieces)
       return pieces.takeError();
     for (auto [i, pieceValue] : llvm::enumerate(**pieces)) {
@@ -275,12 +270,9 @@ DocumentReader::read(const json::Value &root) {
                                          " is not a valid version");
   }
 
-  Expected<const json::Value *> paramsValue =
-      getKey(**object, "params", path);
-  if (!paramsValue)
-    return paramsValue.takeError();
   JsonPath paramsPath = path.field("params");
-  Expected<const json::Object *> params = getObject(**paramsValue, paramsPath);
+  Expected<const json::Object *> params =
+      getObjectAt(**object, "params", path);
   if (!params)
     return params.takeError();
 
@@ -306,11 +298,9 @@ DocumentReader::read(const json::Value &root) {
 }
 
 Expected<std::vector<ParamMap>> ucp::parseMapDocument(StringRef text) {
-  Expected<json::Value> root = json::parse(text);
+  Expected<json::Value> root = parseJson(text);
   if (!root)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "not valid JSON: " +
-                                       llvm::toString(root.takeError()));
+    return root.takeError();
   return DocumentReader().read(*root);
 }
 

@@ -54,6 +54,30 @@ std::optional<int64_t> ucp::getLastOffset(ArrayRef<int64_t> shape,
   return last;
 }
 
+void ucp::forEachElement(ArrayRef<int64_t> shape, ArrayRef<StridedView> views,
+                         llvm::function_ref<void(ArrayRef<int64_t>)> fn) {
+  if (llvm::is_contained(shape, 0))
+    return;
+  Extents index(shape.size(), 0);
+  llvm::SmallVector<int64_t, 4> offsets(views.size());
+  while (true) {
+    for (size_t v = 0; v < views.size(); ++v) {
+      offsets[v] = views[v].offset;
+      for (size_t d = 0; d < shape.size(); ++d)
+        offsets[v] += index[d] * views[v].strides[d];
+    }
+    fn(offsets);
+    int64_t d = static_cast<int64_t>(shape.size()) - 1;
+    for (; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
+}
+
 std::string ucp::formatList(ArrayRef<int64_t> values) {
   std::string text;
   llvm::raw_string_ostream os(text);

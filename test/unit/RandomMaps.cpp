@@ -338,18 +338,11 @@ ucp::testing::extractShards(const ParamMap &map, llvm::ArrayRef<double> full,
   for (const Shard &shard : map.shards) {
     std::vector<double> &data = shards.emplace_back(
         getNumElements(shard.shape).value_or(0), unwritten);
-    for (const Piece &piece : shard.pieces) {
-      int64_t n = getNumElements(piece.shape).value_or(0);
-      for (int64_t flat = 0; flat < n; ++flat) {
-        Extents i = unravelIndex(flat, piece.shape);
-        int64_t source = piece.source.offset, dest = piece.dest.offset;
-        for (size_t d = 0; d < i.size(); ++d) {
-          source += i[d] * piece.source.strides[d];
-          dest += i[d] * piece.dest.strides[d];
-        }
-        data[dest] = full[source] * piece.scale;
-      }
-    }
+    for (const Piece &piece : shard.pieces)
+      forEachElement(piece.shape, {piece.source, piece.dest},
+                     [&](llvm::ArrayRef<int64_t> at) {
+                       data[at[1]] = full[at[0]] * piece.scale;
+                     });
   }
   return shards;
 }
@@ -377,30 +370,18 @@ ucp::testing::applyPlan(const TransferPlan &plan,
   std::map<int64_t, std::vector<double>> targets;
   for (const auto &[rank, shape] : plan.targetShards)
     targets[rank].assign(getNumElements(shape).value_or(0), unwritten);
-  auto forEach = [](llvm::ArrayRef<int64_t> shape,
-                    llvm::function_ref<void(llvm::ArrayRef<int64_t>)> fn) {
-    int64_t n = getNumElements(shape).value_or(0);
-    for (int64_t flat = 0; flat < n; ++flat)
-      fn(unravelIndex(flat, shape));
-  };
-  auto at = [](const StridedView &view, llvm::ArrayRef<int64_t> index) {
-    int64_t offset = view.offset;
-    for (size_t d = 0; d < index.size(); ++d)
-      offset += index[d] * view.strides[d];
-    return offset;
-  };
   for (const Segment &segment : plan.segments) {
     const std::vector<double> &from = sources.at(segment.sourceRank);
     std::vector<double> &to = targets.at(segment.targetRank);
-    forEach(segment.shape, [&](llvm::ArrayRef<int64_t> i) {
-      to[at(segment.target, i)] = from[at(segment.source, i)] * segment.scale;
-    });
+    forEachElement(segment.shape, {segment.source, segment.target},
+                   [&](llvm::ArrayRef<int64_t> at) {
+                     to[at[1]] = from[at[0]] * segment.scale;
+                   });
   }
   for (const Fill &fill : plan.fills) {
     std::vector<double> &to = targets.at(fill.rank);
-    forEach(fill.shape, [&](llvm::ArrayRef<int64_t> i) {
-      to[at(fill.target, i)] = fillValue;
-    });
+    forEachElement(fill.shape, {fill.target},
+                   [&](llvm::ArrayRef<int64_t> at) { to[at[0]] = fillValue; });
   }
   return targets;
 }

@@ -10,6 +10,7 @@
 #define UCP_MAP_PARAMMAP_H
 
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/ADT/StringRef.h"
 
@@ -93,6 +94,13 @@ Extents unravelIndex(int64_t offset, llvm::ArrayRef<int64_t> shape);
 /// The view must be non-empty.
 std::optional<int64_t> getLastOffset(llvm::ArrayRef<int64_t> shape,
                                      const StridedView &view);
+
+/// Calls `fn` with the storage offset on each side of every element of the
+/// views `views` (all of `shape`), in row-major order of `shape`. Walks
+/// elements one by one: for references and tests, not hot paths.
+void forEachElement(llvm::ArrayRef<int64_t> shape,
+                    llvm::ArrayRef<StridedView> views,
+                    llvm::function_ref<void(llvm::ArrayRef<int64_t>)> fn);
 
 /// Prints a multi-index or shape as `[a, b, c]`.
 std::string formatList(llvm::ArrayRef<int64_t> values);
