@@ -1,0 +1,67 @@
+//===- CopyProgram.h - Plans lowered for execution --------------*- C++ -*-===//
+//
+// A copy program is a plan lowered for an executor (CPU or CUDA): per pair
+// of (source buffer, target buffer) a table of strided copies, each with an
+// element factor, plus fills per target buffer. Execution-level coalescing
+// lives here and never in a stored map: dimensions are reordered by target
+// stride and merged where contiguous on both sides, so the innermost
+// dimension is the longest contiguous run; huge copies are split so that
+// threads (or thread blocks) share them.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_RUNTIME_COPYPROGRAM_H
+#define UCP_RUNTIME_COPYPROGRAM_H
+
+#include "ucp/Plan/TransferPlan.h"
+
+namespace ucp {
+
+/// `target[dst view] = source[src view] * factor`, in elements.
+struct StridedCopy {
+  Extents shape;
+  StridedView source;
+  StridedView target;
+  double factor = 1.0;
+};
+
+/// The copies from one source buffer into one target buffer.
+struct BufferPairCopies {
+  int64_t sourceBuffer = 0;
+  int64_t targetBuffer = 0;
+  std::vector<StridedCopy> copies;
+};
+
+/// Target elements to initialise (to zero).
+struct StridedFill {
+  int64_t targetBuffer = 0;
+  Extents shape;
+  StridedView target;
+};
+
+/// A plan ready to execute. Buffers are numbered by rank on each side.
+struct CopyProgram {
+  std::vector<BufferPairCopies> pairs;
+  std::vector<StridedFill> fills;
+  /// Elements of every source and target buffer.
+  std::map<int64_t, int64_t> sourceElements;
+  std::map<int64_t, int64_t> targetElements;
+};
+
+/// The most elements one copy of a program holds; bigger copies are split
+/// along their outermost dimension.
+constexpr int64_t kMaxCopyElements = int64_t(1) << 20;
+
+/// Lowers `plan`, raising every segment's scale to `scalePower` (the power
+/// of the scale the moved tensor carries: 1 for a parameter, -1 and -2 for
+/// Adam's moments, spec §2.1).
+CopyProgram lowerPlan(const TransferPlan &plan, int scalePower = 1);
+
+/// Returns the map of F itself: one rank holding all of it (for a padded
+/// vocabulary, its real rows only). Extract composes this map into a
+/// target; rebuild composes a source into it.
+ParamMap getFullTensorMap(const ParamMap &map);
+
+} // namespace ucp
+
+#endif // UCP_RUNTIME_COPYPROGRAM_H

@@ -1,0 +1,33 @@
+//===- CpuExecutor.h - Running copy programs on the CPU ---------*- C++ -*-===//
+//
+// Runs a copy program over raw buffers with a pool of threads: copies are
+// shared out in order of size; a copy whose innermost dimension is
+// contiguous on both sides moves whole runs with memcpy, anything else goes
+// element by element through a tight strided loop; a factor other than 1
+// is applied to the written elements; fills write zeros.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_RUNTIME_CPUEXECUTOR_H
+#define UCP_RUNTIME_CPUEXECUTOR_H
+
+#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Runtime/DType.h"
+
+namespace ucp {
+
+/// Buffers by rank: sources are read, targets written.
+struct ProgramBuffers {
+  std::map<int64_t, const void *> sources;
+  std::map<int64_t, void *> targets;
+};
+
+/// Runs `program` on `buffers` of elements of `type` with `threads` threads
+/// (0: every core). A factor other than 1 on a type that is not floating
+/// point is an error the caller must have refused.
+void executeOnCpu(const CopyProgram &program, const ProgramBuffers &buffers,
+                  DType type, unsigned threads = 0);
+
+} // namespace ucp
+
+#endif // UCP_RUNTIME_CPUEXECUTOR_H

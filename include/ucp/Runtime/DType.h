@@ -1,0 +1,47 @@
+//===- DType.h - Element types of tensor files ------------------*- C++ -*-===//
+//
+// The element types affine-run moves: copies are bit-exact whatever the type
+// (they move bytes); scaling needs arithmetic and is defined for the
+// floating-point types.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_RUNTIME_DTYPE_H
+#define UCP_RUNTIME_DTYPE_H
+
+#include "llvm/ADT/StringRef.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace ucp {
+
+enum class DType {
+  F64, F32, F16, BF16, F8E4M3, F8E5M2,
+  I64, I32, I16, I8, U8, Bool,
+};
+
+/// Returns the size of one element in bytes.
+int64_t getElementSize(DType type);
+
+/// Returns the safetensors name ("F32", "BF16", "F8_E4M3", ...).
+llvm::StringRef getSafetensorsName(DType type);
+
+/// Parses a safetensors dtype name.
+std::optional<DType> parseSafetensorsName(llvm::StringRef name);
+
+/// Parses a command-line name: f32, f16, bf16, f64, f8e4m3, f8e5m2, i8,
+/// i16, i32, i64, u8, bool.
+std::optional<DType> parseDTypeName(llvm::StringRef name);
+
+/// Whether elements of `type` can be multiplied by a scale.
+bool isFloatingPoint(DType type);
+
+/// Multiplies `count` elements of `type` at `data` by `factor` in place,
+/// rounding to nearest even. For F16 and BF16 the product is formed in
+/// F32, so a power-of-two factor is exact (spec §8.3).
+void scaleElements(DType type, void *data, int64_t count, double factor);
+
+} // namespace ucp
+
+#endif // UCP_RUNTIME_DTYPE_H

@@ -1,0 +1,184 @@
+//===- DType.cpp - Element types of tensor files --------------------------===//
+
+#include "ucp/Runtime/DType.h"
+
+#include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/ErrorHandling.h"
+
+#include <cmath>
+#include <cstring>
+
+using namespace ucp;
+
+int64_t ucp::getElementSize(DType type) {
+  switch (type) {
+  case DType::F64:
+  case DType::I64:
+    return 8;
+  case DType::F32:
+  case DType::I32:
+    return 4;
+  case DType::F16:
+  case DType::BF16:
+  case DType::I16:
+    return 2;
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+  case DType::I8:
+  case DType::U8:
+  case DType::Bool:
+    return 1;
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+llvm::StringRef ucp::getSafetensorsName(DType type) {
+  switch (type) {
+  case DType::F64: return "F64";
+  case DType::F32: return "F32";
+  case DType::F16: return "F16";
+  case DType::BF16: return "BF16";
+  case DType::F8E4M3: return "F8_E4M3";
+  case DType::F8E5M2: return "F8_E5M2";
+  case DType::I64: return "I64";
+  case DType::I32: return "I32";
+  case DType::I16: return "I16";
+  case DType::I8: return "I8";
+  case DType::U8: return "U8";
+  case DType::Bool: return "BOOL";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
+std::optional<DType> ucp::parseSafetensorsName(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<DType>>(name)
+      .Case("F64", DType::F64).Case("F32", DType::F32)
+      .Case("F16", DType::F16).Case("BF16", DType::BF16)
+      .Case("F8_E4M3", DType::F8E4M3).Case("F8_E5M2", DType::F8E5M2)
+      .Case("I64", DType::I64).Case("I32", DType::I32)
+      .Case("I16", DType::I16).Case("I8", DType::I8)
+      .Case("U8", DType::U8).Case("BOOL", DType::Bool)
+      .Default(std::nullopt);
+}
+
+std::optional<DType> ucp::parseDTypeName(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<DType>>(name.lower())
+      .Case("f64", DType::F64).Case("f32", DType::F32)
+      .Case("f16", DType::F16).Case("bf16", DType::BF16)
+      .Case("f8e4m3", DType::F8E4M3).Case("f8e5m2", DType::F8E5M2)
+      .Case("i64", DType::I64).Case("i32", DType::I32)
+      .Case("i16", DType::I16).Case("i8", DType::I8)
+      .Case("u8", DType::U8).Case("bool", DType::Bool)
+      .Default(std::nullopt);
+}
+
+bool ucp::isFloatingPoint(DType type) {
+  return type == DType::F64 || type == DType::F32 || type == DType::F16 ||
+         type == DType::BF16;
+}
+
+/// F32 <-> F16 (IEEE binary16), round to nearest even.
+static float halfToFloat(uint16_t h) {
+  uint32_t sign = uint32_t(h >> 15) << 31, exponent = (h >> 10) & 0x1f,
+           mantissa = h & 0x3ff;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000 | (mantissa << 13);
+  } else if (exponent == 0) {
+    if (mantissa == 0) {
+      bits = sign;
+    } else {
+      // Subnormal: normalise.
+      int shift = 0;
+      while (!(mantissa & 0x400)) {
+        mantissa <<= 1;
+        ++shift;
+      }
+      mantissa &= 0x3ff;
+      bits = sign | uint32_t(127 - 15 + 1 - shift) << 23 | (mantissa << 13);
+    }
+  } else {
+    bits = sign | (exponent + 127 - 15) << 23 | (mantissa << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+static uint16_t floatToHalf(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  uint16_t sign = (bits >> 16) & 0x8000;
+  uint32_t exponent = (bits >> 23) & 0xff, mantissa = bits & 0x7fffff;
+  if (exponent == 0xff) // Inf or NaN (keep NaN quiet).
+    return sign | 0x7c00 | (mantissa ? 0x200 | (mantissa >> 13) : 0);
+  int32_t e = int32_t(exponent) - 127 + 15;
+  if (e >= 0x1f)
+    return sign | 0x7c00; // Overflow to infinity.
+  if (e <= 0) {
+    if (e < -10)
+      return sign; // Underflow to zero.
+    mantissa |= 0x800000;
+    uint32_t shift = 14 - e;
+    uint32_t half = mantissa >> shift;
+    uint32_t rest = mantissa & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rest > mid || (rest == mid && (half & 1)))
+      ++half;
+    return sign | half;
+  }
+  uint32_t half = (uint32_t(e) << 10) | (mantissa >> 13);
+  uint32_t rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
+    ++half; // May carry into the exponent, correctly.
+  return sign | half;
+}
+
+static float bfloatToFloat(uint16_t b) {
+  uint32_t bits = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+static uint16_t floatToBfloat(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000)
+    return (bits >> 16) | 0x40; // Quiet NaN.
+  uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
+  return (bits + rounding) >> 16;
+}
+
+void ucp::scaleElements(DType type, void *data, int64_t count, double factor) {
+  switch (type) {
+  case DType::F64: {
+    auto *p = static_cast<double *>(data);
+    for (int64_t i = 0; i < count; ++i)
+      p[i] *= factor;
+    return;
+  }
+  case DType::F32: {
+    auto *p = static_cast<float *>(data);
+    float f = static_cast<float>(factor);
+    for (int64_t i = 0; i < count; ++i)
+      p[i] *= f;
+    return;
+  }
+  case DType::F16: {
+    auto *p = static_cast<uint16_t *>(data);
+    float f = static_cast<float>(factor);
+    for (int64_t i = 0; i < count; ++i)
+      p[i] = floatToHalf(halfToFloat(p[i]) * f);
+    return;
+  }
+  case DType::BF16: {
+    auto *p = static_cast<uint16_t *>(data);
+    float f = static_cast<float>(factor);
+    for (int64_t i = 0; i < count; ++i)
+      p[i] = floatToBfloat(bfloatToFloat(p[i]) * f);
+    return;
+  }
+  default:
+    llvm::report_fatal_error("scaleElements: not a floating-point dtype");
+  }
+}
