@@ -25,7 +25,7 @@ config.substitutions.append(
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["affine-opt", "affine-translate"], [config.ucp_tools_dir])
+    ["affine-opt", "affine-translate", "affine-run"], [config.ucp_tools_dir])
 
 # Optional hardware and tools: tests that need them say REQUIRES.
 nvcc = os.path.join(config.cuda_root, "bin", "nvcc")

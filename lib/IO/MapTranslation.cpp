@@ -12,12 +12,22 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
 
 using namespace mlir;
 using namespace ucp;
+
+/// Returns the plain maps of every `ucp.param` in `module`.
+static std::vector<ParamMap> collectMaps(ModuleOp module) {
+  std::vector<ParamMap> maps;
+  for (ParamOp param : module.getOps<ParamOp>())
+    maps.push_back(toParamMap(param));
+  return maps;
+}
 
 OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
                                              llvm::StringRef filename,
@@ -108,12 +118,33 @@ static OwningOpRef<ModuleOp> importLegacyDocument(llvm::StringRef text,
                      });
 }
 
-/// Returns the plain maps of every `ucp.param` in `module`.
-static std::vector<ParamMap> collectMaps(ModuleOp module) {
-  std::vector<ParamMap> maps;
-  for (ParamOp param : module.getOps<ParamOp>())
-    maps.push_back(toParamMap(param));
-  return maps;
+llvm::Expected<std::vector<ParamMap>> ucp::readMapFile(llvm::StringRef path,
+                                                       MLIRContext *context) {
+  std::string error;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
+  if (!file)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "cannot read the map " + path.str() + ": " +
+                                       error);
+  if (path.ends_with(".json")) {
+    llvm::Expected<std::vector<ParamMap>> maps =
+        parseMapDocument(file->getBuffer());
+    if (!maps)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     path.str() + ": " +
+                                         llvm::toString(maps.takeError()));
+    return maps;
+  }
+  context->loadDialect<UCPDialect>();
+  std::string diagnostics;
+  llvm::raw_string_ostream os(diagnostics);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
+  SourceMgrDiagnosticHandler handler(sourceMgr, context, os);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, context);
+  if (!module)
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), diagnostics);
+  return collectMaps(*module);
 }
 
 LogicalResult ucp::exportMapDocument(ModuleOp module, llvm::raw_ostream &os) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <random>
 
 using namespace ucp;
 
@@ -180,5 +181,49 @@ void ucp::scaleElements(DType type, void *data, int64_t count, double factor) {
   }
   default:
     llvm::report_fatal_error("scaleElements: not a floating-point dtype");
+  }
+}
+
+void ucp::writeRandomElements(DType type, void *data, int64_t count,
+                              uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto *bytes = static_cast<uint8_t *>(data);
+  for (int64_t i = 0; i < count; ++i) {
+    switch (type) {
+    case DType::F64: {
+      double v = uniform(rng);
+      std::memcpy(bytes + 8 * i, &v, 8);
+      break;
+    }
+    case DType::F32: {
+      float v = uniform(rng);
+      std::memcpy(bytes + 4 * i, &v, 4);
+      break;
+    }
+    case DType::F16: {
+      uint16_t v = floatToHalf(uniform(rng));
+      std::memcpy(bytes + 2 * i, &v, 2);
+      break;
+    }
+    case DType::BF16: {
+      uint16_t v = floatToBfloat(uniform(rng));
+      std::memcpy(bytes + 2 * i, &v, 2);
+      break;
+    }
+    case DType::F8E4M3:
+    case DType::F8E5M2:
+      // Exponents below the top one: finite values only.
+      bytes[i] = static_cast<uint8_t>(rng() & 0xb7);
+      break;
+    case DType::Bool:
+      bytes[i] = rng() & 1;
+      break;
+    default: {
+      uint64_t v = rng();
+      std::memcpy(bytes + getElementSize(type) * i, &v, getElementSize(type));
+      break;
+    }
+    }
   }
 }

@@ -59,32 +59,45 @@ std::map<int64_t, Bytes> executeWithCpu(const TransferPlan &plan,
   return targets;
 }
 
-TEST(CpuExecutor, RandomPlansMatchTheReferenceForEveryElementSize) {
+/// 1,000 random layouts x every dtype x (extract, rebuild, reshard between
+/// random world sizes), against the element-by-element reference.
+TEST(CpuExecutor, RandomPlansMatchTheReferenceForEveryDType) {
   std::mt19937_64 rng(41);
-  const DType types[] = {DType::U8, DType::BF16, DType::F32, DType::F64};
-  for (int i = 0; i < 400; ++i) {
+  const DType types[] = {DType::F64,    DType::F32, DType::F16, DType::BF16,
+                         DType::F8E4M3, DType::F8E5M2, DType::I64, DType::I32,
+                         DType::I16,    DType::I8,  DType::U8,  DType::Bool};
+  for (int i = 0; i < 1000; ++i) {
     Extents shape;
     for (int64_t d = 0, rank = 1 + rng() % 3; d < rank; ++d)
       shape.push_back(1 + rng() % 7);
     ParamMap source = makeRandomMapOf(rng, shape, 5, {1.0});
     ParamMap target = makeRandomMapOf(rng, shape, 5, {1.0});
-    SentElements sent;
-    llvm::Expected<TransferPlan> plan = composeMaps(source, target, {}, sent);
-    ASSERT_TRUE(static_cast<bool>(plan));
-    DType type = types[i % 4];
-    int64_t size = getElementSize(type);
-    std::map<int64_t, Bytes> sources;
-    for (const auto &[rank, shard] : plan->sourceShards) {
-      Bytes &data = sources[rank];
-      data.resize(getNumElements(shard).value_or(0) * size);
-      for (uint8_t &b : data)
-        b = rng();
+    const std::pair<const ParamMap *, ParamMap> jobs[] = {
+        {&source, target},                          // reshard
+        {nullptr, source},                          // extract
+        {&source, getFullTensorMap(source)},        // rebuild
+    };
+    for (const auto &[from, to] : jobs) {
+      ParamMap full = getFullTensorMap(source);
+      SentElements sent;
+      llvm::Expected<TransferPlan> plan =
+          composeMaps(from ? *from : full, to, {}, sent);
+      ASSERT_TRUE(static_cast<bool>(plan));
+      DType type = types[(i + (from ? 0 : 1)) % 12];
+      int64_t size = getElementSize(type);
+      std::map<int64_t, Bytes> sources;
+      for (const auto &[rank, shard] : plan->sourceShards) {
+        Bytes &data = sources[rank];
+        data.resize(getNumElements(shard).value_or(0) * size);
+        for (uint8_t &b : data)
+          b = rng();
+      }
+      EXPECT_EQ(executeWithCpu(*plan, sources, type, 1 + i % 3),
+                referenceRun(*plan, sources, size))
+          << "iteration " << i << " " << getSafetensorsName(type).str();
+      if (HasFailure())
+        return;
     }
-    EXPECT_EQ(executeWithCpu(*plan, sources, type, 1 + i % 3),
-              referenceRun(*plan, sources, size))
-        << "iteration " << i;
-    if (HasFailure())
-      return;
   }
 }
 

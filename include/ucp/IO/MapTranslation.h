@@ -5,6 +5,9 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "ucp/Map/ParamMap.h"
+
+#include "llvm/Support/Error.h"
 
 namespace ucp {
 
@@ -14,6 +17,11 @@ namespace ucp {
 mlir::OwningOpRef<mlir::ModuleOp> importMapDocument(llvm::StringRef text,
                                                     llvm::StringRef filename,
                                                     mlir::MLIRContext *context);
+
+/// Reads the parameter maps of `path`: a `.json` map document, or a `.mlir`
+/// file of `ucp.param` ops parsed in `context`.
+llvm::Expected<std::vector<ParamMap>> readMapFile(llvm::StringRef path,
+                                                  mlir::MLIRContext *context);
 
 /// Writes the map document of every `ucp.param` in `module` to `os`.
 mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,

@@ -42,6 +42,10 @@ bool isFloatingPoint(DType type);
 /// F32, so a power-of-two factor is exact (spec §8.3).
 void scaleElements(DType type, void *data, int64_t count, double factor);
 
+/// Writes `count` pseudo-random finite elements of `type` to `data`, the
+/// same for the same `seed`: floats in [-1, 1), integers over their range.
+void writeRandomElements(DType type, void *data, int64_t count, uint64_t seed);
+
 } // namespace ucp
 
 #endif // UCP_RUNTIME_DTYPE_H

@@ -8,13 +8,9 @@
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
-#include "ucp/IO/MapDocument.h"
+#include "ucp/IO/MapTranslation.h"
 #include "ucp/Plan/Compose.h"
 
-#include "mlir/Parser/Parser.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/SourceMgr.h"
 
 #include <set>
 
@@ -45,33 +41,14 @@ FailureOr<std::map<std::string, ParamMap>> UCPComposePass::loadTargets() {
     module.emitError("--ucp-compose needs target=FILE, the target map");
     return failure();
   }
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(target, &error);
-  if (!file) {
-    module.emitError("cannot read the target map: ") << error;
+  llvm::Expected<std::vector<ParamMap>> maps =
+      readMapFile(target, module.getContext());
+  if (!maps) {
+    module.emitError(llvm::toString(maps.takeError()));
     return failure();
   }
-  std::vector<ParamMap> maps;
-  if (llvm::StringRef(target).ends_with(".json")) {
-    llvm::Expected<std::vector<ParamMap>> parsed =
-        parseMapDocument(file->getBuffer());
-    if (!parsed) {
-      module.emitError(target) << ": " << llvm::toString(parsed.takeError());
-      return failure();
-    }
-    maps = std::move(*parsed);
-  } else {
-    llvm::SourceMgr sourceMgr;
-    sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-    OwningOpRef<ModuleOp> targets =
-        parseSourceFile<ModuleOp>(sourceMgr, module.getContext());
-    if (!targets)
-      return failure();
-    for (ParamOp param : targets->getOps<ParamOp>())
-      maps.push_back(toParamMap(param));
-  }
   std::map<std::string, ParamMap> byName;
-  for (ParamMap &map : maps)
+  for (ParamMap &map : *maps)
     byName.emplace(map.name, std::move(map));
   return byName;
 }

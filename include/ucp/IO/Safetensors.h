@@ -1,0 +1,86 @@
+//===- Safetensors.h - Reading and writing safetensors files ----*- C++ -*-===//
+//
+// The safetensors format: an 8-byte little-endian header length, a JSON
+// header {name: {"dtype", "shape", "data_offsets": [begin, end]}} (plus an
+// optional "__metadata__"), then the tensor data. Files are read through a
+// memory mapping, so tensors are used in place. Files are written through a
+// mapping too, under a temporary name that `commit` renames, so that a
+// failed run leaves nothing behind.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_IO_SAFETENSORS_H
+#define UCP_IO_SAFETENSORS_H
+
+#include "ucp/Map/ParamMap.h"
+#include "ucp/Runtime/DType.h"
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+
+namespace ucp {
+
+/// One tensor of a file.
+struct TensorInfo {
+  std::string name;
+  DType dtype = DType::F32;
+  Extents shape;
+  /// Byte range in the data section.
+  int64_t begin = 0;
+  int64_t end = 0;
+};
+
+/// A safetensors file opened for reading (memory-mapped).
+class SafetensorsReader {
+public:
+  /// Opens and validates `path`; errors name the file and the tensor.
+  static llvm::Expected<std::unique_ptr<SafetensorsReader>>
+  open(llvm::StringRef path);
+
+  /// The tensors, sorted by name.
+  llvm::ArrayRef<TensorInfo> getTensors() const { return tensors; }
+  /// Returns the tensor `name`, or null.
+  const TensorInfo *find(llvm::StringRef name) const;
+  /// Returns the first byte of `tensor`'s data.
+  const char *getData(const TensorInfo &tensor) const {
+    return buffer->getBufferStart() + dataStart + tensor.begin;
+  }
+  llvm::StringRef getPath() const { return path; }
+
+private:
+  std::string path;
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  int64_t dataStart = 0;
+  std::vector<TensorInfo> tensors;
+};
+
+/// A safetensors file being written through a writable mapping of a
+/// temporary file next to its final path.
+class SafetensorsWriter {
+public:
+  /// Creates the temporary file for `tensors` (name, dtype, shape; data laid
+  /// out in name order) at full size and maps it.
+  static llvm::Expected<std::unique_ptr<SafetensorsWriter>>
+  create(llvm::StringRef path, std::vector<TensorInfo> tensors);
+  ~SafetensorsWriter();
+
+  /// Returns where the data of the tensor `name` goes.
+  char *getData(llvm::StringRef name);
+  /// Flushes the file and renames it to its final path.
+  llvm::Error commit();
+
+private:
+  SafetensorsWriter() = default;
+  std::string path, temporaryPath;
+  std::vector<TensorInfo> tensors;
+  int64_t dataStart = 0;
+  std::unique_ptr<llvm::sys::fs::mapped_file_region> region;
+  bool committed = false;
+};
+
+} // namespace ucp
+
+#endif // UCP_IO_SAFETENSORS_H

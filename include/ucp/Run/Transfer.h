@@ -1,0 +1,77 @@
+//===- Transfer.h - Moving tensors between shard files ----------*- C++ -*-===//
+//
+// The engine of affine-run. Extract, rebuild and reshard are one operation:
+// tensors laid out by source maps in source files become tensors laid out
+// by target maps in target files. Extract's source (and rebuild's target)
+// is the full tensor, one rank holding all of F. Per parameter the maps are
+// composed into a plan, the plan is lowered and executed straight from the
+// memory-mapped inputs into the memory-mapped outputs, so the only memory
+// used beyond the files is the plan. Outputs are written under temporary
+// names and renamed only when every parameter succeeded.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_RUN_TRANSFER_H
+#define UCP_RUN_TRANSFER_H
+
+#include "ucp/Plan/TransferPlan.h"
+
+#include "llvm/Support/Error.h"
+
+#include <functional>
+
+namespace ucp {
+
+/// One side of a transfer: the maps and the file of each rank.
+struct TransferSide {
+  std::vector<ParamMap> maps;
+  std::map<int64_t, std::string> files;
+};
+
+struct TransferOptions {
+  /// Worker threads (0: every core).
+  unsigned threads = 0;
+  /// The power of the scale the tensors carry: 1 for parameters, -1 and -2
+  /// for Adam's moments. A power other than 1 is refused where any piece is
+  /// scaled (spec §2.1: lr and eps live in the scaled coordinate).
+  int scalePower = 1;
+  /// Compare every replicated block across all its holders first.
+  bool checkReplicas = false;
+  /// Accept source tensors no map describes (they are not copied).
+  bool ignoreExtraTensors = false;
+  ReplicaPolicy policy;
+  /// Called about once a second with (parameters done, parameters, bytes
+  /// written so far).
+  std::function<void(size_t, size_t, int64_t)> progress;
+};
+
+struct TransferStats {
+  size_t parameters = 0;
+  int64_t bytesRead = 0;
+  int64_t bytesWritten = 0;
+  double seconds = 0;
+};
+
+/// Returns the side holding the full tensors of `maps` in `file`.
+TransferSide getFullTensorSide(llvm::ArrayRef<ParamMap> maps,
+                               llvm::StringRef file);
+
+/// Returns the side of `maps` with one file `<dir>/rank_<r>.safetensors`
+/// per rank of the largest world.
+TransferSide getShardSide(std::vector<ParamMap> maps, llvm::StringRef dir);
+
+/// Moves every parameter from `source` to `target`. Nothing is written
+/// unless everything succeeds.
+llvm::Expected<TransferStats> runTransfer(const TransferSide &source,
+                                          const TransferSide &target,
+                                          const TransferOptions &options);
+
+/// Checks that every block replicated in `map` holds the same bytes on all
+/// its holders (P2); `shards` gives each rank's shard data.
+llvm::Error checkReplicas(const ParamMap &map,
+                          const std::map<int64_t, const char *> &shards,
+                          int64_t elementSize);
+
+} // namespace ucp
+
+#endif // UCP_RUN_TRANSFER_H

@@ -1,0 +1,173 @@
+//===- Safetensors.cpp - Reading and writing safetensors files ------------===//
+
+#include "ucp/IO/Safetensors.h"
+#include "JsonReading.h"
+
+#include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <unistd.h>
+
+using namespace ucp;
+using llvm::Expected;
+namespace json = llvm::json;
+namespace fs = llvm::sys::fs;
+
+static llvm::Error refuse(llvm::StringRef path, const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": " + why.str());
+}
+
+Expected<std::unique_ptr<SafetensorsReader>>
+SafetensorsReader::open(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                  /*RequiresNullTerminator=*/false);
+  if (!file)
+    return refuse(path, "cannot read: " + file.getError().message());
+  auto reader = std::unique_ptr<SafetensorsReader>(new SafetensorsReader());
+  reader->path = path.str();
+  reader->buffer = std::move(*file);
+  llvm::StringRef bytes = reader->buffer->getBuffer();
+  if (bytes.size() < 8)
+    return refuse(path, "too short for a safetensors header");
+  uint64_t headerSize = 0;
+  for (int i = 7; i >= 0; --i)
+    headerSize = headerSize << 8 | static_cast<uint8_t>(bytes[i]);
+  if (headerSize > bytes.size() - 8)
+    return refuse(path, "header of " + std::to_string(headerSize) +
+                            " bytes runs past the end of the file");
+  reader->dataStart = 8 + headerSize;
+  int64_t dataSize = bytes.size() - reader->dataStart;
+
+  Expected<json::Value> header = parseJson(bytes.substr(8, headerSize));
+  if (!header)
+    return refuse(path, llvm::toString(header.takeError()));
+  JsonPath root;
+  Expected<const json::Object *> object = getObject(*header, root);
+  if (!object)
+    return refuse(path, llvm::toString(object.takeError()));
+  for (const auto &entry : **object) {
+    if (entry.first == "__metadata__")
+      continue;
+    JsonPath tensorPath = root.field(entry.first);
+    Expected<const json::Object *> tensor = getObject(entry.second, tensorPath);
+    if (!tensor)
+      return refuse(path, llvm::toString(tensor.takeError()));
+    TensorInfo info;
+    info.name = entry.first.str();
+    Expected<const json::Value *> dtype = getKey(**tensor, "dtype", tensorPath);
+    if (!dtype)
+      return refuse(path, llvm::toString(dtype.takeError()));
+    std::optional<llvm::StringRef> dtypeName = (*dtype)->getAsString();
+    std::optional<DType> type =
+        dtypeName ? parseSafetensorsName(*dtypeName) : std::nullopt;
+    if (!type)
+      return refuse(path, "tensor '" + info.name + "' has an unsupported dtype");
+    info.dtype = *type;
+    Expected<Extents> shape = getIntegersAt(**tensor, "shape", tensorPath);
+    if (!shape)
+      return refuse(path, llvm::toString(shape.takeError()));
+    info.shape = std::move(*shape);
+    Expected<Extents> offsets = getIntegersAt(**tensor, "data_offsets", tensorPath);
+    if (!offsets)
+      return refuse(path, llvm::toString(offsets.takeError()));
+    std::optional<int64_t> elements = getNumElements(info.shape);
+    if (offsets->size() != 2 || !elements || (*offsets)[0] < 0 ||
+        (*offsets)[1] > dataSize ||
+        (*offsets)[1] - (*offsets)[0] != *elements * getElementSize(info.dtype))
+      return refuse(path, "tensor '" + info.name + "' of shape " +
+                              formatList(info.shape) +
+                              " has data offsets that do not fit it or the file");
+    info.begin = (*offsets)[0];
+    info.end = (*offsets)[1];
+    reader->tensors.push_back(std::move(info));
+  }
+  llvm::sort(reader->tensors, [](const TensorInfo &a, const TensorInfo &b) {
+    return a.name < b.name;
+  });
+  return reader;
+}
+
+const TensorInfo *SafetensorsReader::find(llvm::StringRef name) const {
+  auto it = llvm::partition_point(
+      tensors, [&](const TensorInfo &t) { return t.name < name; });
+  return it != tensors.end() && it->name == name ? &*it : nullptr;
+}
+
+Expected<std::unique_ptr<SafetensorsWriter>>
+SafetensorsWriter::create(llvm::StringRef path, std::vector<TensorInfo> tensors) {
+  auto writer = std::unique_ptr<SafetensorsWriter>(new SafetensorsWriter());
+  writer->path = path.str();
+  llvm::sort(tensors, [](const TensorInfo &a, const TensorInfo &b) {
+    return a.name < b.name;
+  });
+  int64_t offset = 0;
+  json::Object header;
+  header["__metadata__"] = json::Object{{"format", "pt"}};
+  for (TensorInfo &tensor : tensors) {
+    tensor.begin = offset;
+    offset += getNumElements(tensor.shape).value_or(0) * getElementSize(tensor.dtype);
+    tensor.end = offset;
+    header[tensor.name] = json::Object{
+        {"dtype", getSafetensorsName(tensor.dtype)},
+        {"shape", json::Array(tensor.shape)},
+        {"data_offsets", json::Array{tensor.begin, tensor.end}},
+    };
+  }
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << json::Value(std::move(header));
+  // Pad the header so that the data starts 8-byte aligned.
+  while ((8 + text.size()) % 8 != 0)
+    text += ' ';
+  writer->dataStart = 8 + text.size();
+  writer->tensors = std::move(tensors);
+
+  llvm::SmallString<256> temporary;
+  int fd;
+  if (std::error_code ec = fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temporary))
+    return refuse(path, "cannot create a temporary file: " + ec.message());
+  writer->temporaryPath = temporary.str().str();
+  fs::file_t file = fs::convertFDToNativeFile(fd);
+  uint64_t size = writer->dataStart + offset;
+  std::error_code ec = fs::resize_file(fd, size);
+  if (!ec && size > 0)
+    writer->region = std::make_unique<fs::mapped_file_region>(
+        file, fs::mapped_file_region::readwrite, size, 0, ec);
+  ::close(fd);
+  if (ec) {
+    fs::remove(writer->temporaryPath);
+    return refuse(path, "cannot size or map the output: " + ec.message());
+  }
+  char *base = writer->region->data();
+  uint64_t headerSize = text.size();
+  for (int i = 0; i < 8; ++i)
+    base[i] = static_cast<char>(headerSize >> (8 * i));
+  std::memcpy(base + 8, text.data(), text.size());
+  return writer;
+}
+
+SafetensorsWriter::~SafetensorsWriter() {
+  region.reset();
+  if (!committed && !temporaryPath.empty())
+    fs::remove(temporaryPath);
+}
+
+char *SafetensorsWriter::getData(llvm::StringRef name) {
+  for (const TensorInfo &tensor : tensors)
+    if (tensor.name == name)
+      return region->data() + dataStart + tensor.begin;
+  return nullptr;
+}
+
+llvm::Error SafetensorsWriter::commit() {
+  region.reset(); // Unmaps, writing the pages back.
+  if (std::error_code ec = fs::rename(temporaryPath, path))
+    return refuse(path, "cannot rename the finished file into place: " +
+                            ec.message());
+  committed = true;
+  return llvm::Error::success();
+}

@@ -1,0 +1,210 @@
+//===- Transfer.cpp - Moving tensors between shard files ------------------===//
+
+#include "ucp/Run/Transfer.h"
+#include "ucp/IO/Safetensors.h"
+#include "ucp/Plan/Compose.h"
+#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Runtime/CpuExecutor.h"
+
+#include "llvm/Support/Path.h"
+
+#include <chrono>
+
+using namespace ucp;
+using llvm::Expected;
+
+static llvm::Error refuse(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
+}
+
+TransferSide ucp::getFullTensorSide(llvm::ArrayRef<ParamMap> maps,
+                                    llvm::StringRef file) {
+  TransferSide side;
+  for (const ParamMap &map : maps)
+    side.maps.push_back(getFullTensorMap(map));
+  side.files[0] = file.str();
+  return side;
+}
+
+TransferSide ucp::getShardSide(std::vector<ParamMap> maps,
+                               llvm::StringRef dir) {
+  TransferSide side;
+  int64_t world = 1;
+  for (const ParamMap &map : maps)
+    world = std::max(world, map.worldSize);
+  for (int64_t rank = 0; rank < world; ++rank) {
+    llvm::SmallString<256> path(dir);
+    llvm::sys::path::append(path, "rank_" + std::to_string(rank) + ".safetensors");
+    side.files[rank] = path.str().str();
+  }
+  side.maps = std::move(maps);
+  return side;
+}
+
+namespace {
+
+/// A parameter's maps on both sides and its element type.
+struct ParamJob {
+  const ParamMap *source;
+  const ParamMap *target;
+  DType dtype = DType::F32;
+};
+
+bool hasScaledPiece(const ParamMap &map) {
+  for (const Shard &shard : map.shards)
+    for (const Piece &piece : shard.pieces)
+      if (piece.scale != 1.0)
+        return true;
+  return false;
+}
+
+} // namespace
+
+Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
+                                         const TransferSide &target,
+                                         const TransferOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  // Pair the parameters by name.
+  std::map<std::string, const ParamMap *> targetByName;
+  for (const ParamMap &map : target.maps)
+    targetByName[map.name] = &map;
+  std::vector<ParamJob> jobs;
+  for (const ParamMap &map : source.maps) {
+    auto it = targetByName.find(map.name);
+    if (it == targetByName.end())
+      return refuse("parameter '" + map.name +
+                    "' is in the source map but not in the target map");
+    jobs.push_back({&map, it->second});
+    targetByName.erase(it);
+  }
+  if (!targetByName.empty())
+    return refuse("parameter '" + targetByName.begin()->first +
+                  "' is in the target map but not in the source map");
+
+  // Open every source file that some shard needs, and check the tensors.
+  std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;
+  for (const auto &[rank, path] : source.files) {
+    bool needed = llvm::any_of(jobs, [&, rank = rank](const ParamJob &job) {
+      return llvm::any_of(job.source->shards, [&](const Shard &shard) {
+        return shard.rank == rank;
+      });
+    });
+    if (!needed)
+      continue;
+    Expected<std::unique_ptr<SafetensorsReader>> reader =
+        SafetensorsReader::open(path);
+    if (!reader)
+      return reader.takeError();
+    readers[rank] = std::move(*reader);
+  }
+  TransferStats stats;
+  for (ParamJob &job : jobs) {
+    std::optional<DType> dtype;
+    for (const Shard &shard : job.source->shards) {
+      auto reader = readers.find(shard.rank);
+      if (reader == readers.end())
+        return refuse("parameter '" + job.source->name + "': rank " +
+                      std::to_string(shard.rank) + " has no file");
+      const TensorInfo *tensor = reader->second->find(job.source->name);
+      if (!tensor)
+        return refuse(reader->second->getPath() + ": parameter '" +
+                      job.source->name + "' of the map is not in the file");
+      int64_t elements = getNumElements(shard.shape).value_or(0);
+      if (getNumElements(tensor->shape).value_or(-1) != elements)
+        return refuse(reader->second->getPath() + ": tensor '" +
+                      tensor->name + "' has shape " + formatList(tensor->shape) +
+                      " but the map's shard of rank " +
+                      std::to_string(shard.rank) + " is " +
+                      formatList(shard.shape));
+      if (dtype && *dtype != tensor->dtype)
+        return refuse("parameter '" + job.source->name + "' is " +
+                      getSafetensorsName(*dtype).str() + " on one rank and " +
+                      getSafetensorsName(tensor->dtype).str() + " on rank " +
+                      std::to_string(shard.rank));
+      dtype = tensor->dtype;
+      stats.bytesRead += elements * getElementSize(tensor->dtype);
+    }
+    job.dtype = dtype.value_or(DType::F32);
+    if (options.scalePower != 1 &&
+        (hasScaledPiece(*job.source) || hasScaledPiece(*job.target)))
+      return refuse("parameter '" + job.source->name +
+                    "' is scaled, and a scaled optimizer state is refused: "
+                    "Adam's lr and eps live in the scaled coordinate, so "
+                    "moving the moments alone would change the trajectory "
+                    "(spec §2.1); convert the parameter itself (power 1)");
+  }
+  if (!options.ignoreExtraTensors) {
+    for (const auto &[rank, reader] : readers)
+      for (const TensorInfo &tensor : reader->getTensors())
+        if (!llvm::any_of(jobs, [&](const ParamJob &job) {
+              return job.source->name == tensor.name;
+            }))
+          return refuse(reader->getPath() + ": tensor '" + tensor.name +
+                        "' is not in the map (--ignore-extra-tensors copies "
+                        "nothing for it)");
+  }
+
+  // The outputs, at full size, under temporary names.
+  std::map<int64_t, std::unique_ptr<SafetensorsWriter>> writers;
+  for (const auto &[rank, path] : target.files) {
+    std::vector<TensorInfo> tensors;
+    for (const ParamJob &job : jobs)
+      for (const Shard &shard : job.target->shards)
+        if (shard.rank == rank)
+          tensors.push_back({job.target->name, job.dtype, shard.shape, 0, 0});
+    Expected<std::unique_ptr<SafetensorsWriter>> writer =
+        SafetensorsWriter::create(path, std::move(tensors));
+    if (!writer)
+      return writer.takeError();
+    writers[rank] = std::move(*writer);
+  }
+
+  SentElements sent;
+  auto lastReport = std::chrono::steady_clock::now();
+  for (const ParamJob &job : jobs) {
+    ProgramBuffers buffers;
+    std::map<int64_t, const char *> sourceData;
+    for (const Shard &shard : job.source->shards) {
+      const SafetensorsReader &reader = *readers.at(shard.rank);
+      sourceData[shard.rank] = reader.getData(*reader.find(job.source->name));
+      buffers.sources[shard.rank] = sourceData[shard.rank];
+    }
+    if (options.checkReplicas)
+      if (llvm::Error error = checkReplicas(*job.source, sourceData,
+                                            getElementSize(job.dtype)))
+        return std::move(error);
+    Expected<TransferPlan> plan =
+        composeMaps(*job.source, *job.target, options.policy, sent);
+    if (!plan)
+      return plan.takeError();
+    CopyProgram program = lowerPlan(*plan, options.scalePower);
+    if (!isFloatingPoint(job.dtype))
+      for (const BufferPairCopies &pair : program.pairs)
+        for (const StridedCopy &copy : pair.copies)
+          if (copy.factor != 1.0)
+            return refuse("parameter '" + job.source->name + "' is " +
+                          getSafetensorsName(job.dtype).str() +
+                          " and cannot be scaled by " +
+                          formatScale(copy.factor));
+    for (const Shard &shard : job.target->shards) {
+      buffers.targets[shard.rank] =
+          writers.at(shard.rank)->getData(job.target->name);
+      stats.bytesWritten += getNumElements(shard.shape).value_or(0) *
+                            getElementSize(job.dtype);
+    }
+    executeOnCpu(program, buffers, job.dtype, options.threads);
+    ++stats.parameters;
+    auto now = std::chrono::steady_clock::now();
+    if (options.progress && now - lastReport > std::chrono::seconds(1)) {
+      options.progress(stats.parameters, jobs.size(), stats.bytesWritten);
+      lastReport = now;
+    }
+  }
+  for (auto &[rank, writer] : writers)
+    if (llvm::Error error = writer->commit())
+      return std::move(error);
+  stats.seconds = std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  return stats;
+}
