@@ -1,0 +1,171 @@
+//===- CopyBench.cpp - Executor bandwidth against memcpy and libtorch -----===//
+//
+// Google Benchmark cases on the same bytes, reported as bytes/second:
+//   * memcpy of the whole tensor (the roofline);
+//   * our CPU executor extracting a row split, column splits whose shard rows
+//     are 256 B and 4 KiB, bigcode and codegen, and resharding a 1 GiB map
+//     set 4 -> 2 and 2 -> 4, on 1 and 2 threads;
+//   * the DeepSpeed reference's loop over the same plan segments:
+//     `target.as_strided(...).copy_(source.as_strided(...))` in libtorch.
+// bench/run-benchmarks.py runs this binary and prints one table of GB/s and
+// ratios.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RandomMaps.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Plan/Compose.h"
+#include "ucp/Runtime/CpuExecutor.h"
+
+#include <benchmark/benchmark.h>
+#include <torch/torch.h>
+
+#include <cstring>
+
+using namespace ucp;
+using namespace ucp::testing;
+
+namespace {
+
+/// A workload: plans of some parameters and their buffers, filled once.
+struct Workload {
+  std::vector<TransferPlan> plans;
+  std::vector<CopyProgram> programs;
+  std::vector<std::map<int64_t, std::vector<float>>> sources, targets;
+  int64_t bytes = 0;
+};
+
+Workload makeWorkload(const std::vector<ParamMap> &from,
+                      const std::vector<ParamMap> &to) {
+  Workload w;
+  SentElements sent;
+  for (size_t i = 0; i < from.size(); ++i) {
+    TransferPlan plan = *composeMaps(from[i], to[i], {}, sent);
+    auto &sources = w.sources.emplace_back();
+    auto &targets = w.targets.emplace_back();
+    for (const auto &[rank, shape] : plan.sourceShards) {
+      auto &data = sources[rank];
+      data.resize(*getNumElements(shape));
+      for (size_t e = 0; e < data.size(); ++e)
+        data[e] = static_cast<float>(e % 1000);
+    }
+    for (const auto &[rank, shape] : plan.targetShards) {
+      targets[rank].assign(*getNumElements(shape), 0.0f);
+      w.bytes += *getNumElements(shape) * 4;
+    }
+    w.programs.push_back(lowerPlan(plan));
+    w.plans.push_back(std::move(plan));
+  }
+  return w;
+}
+
+/// Extracting `map` from its full tensor.
+Workload extractWorkload(const ParamMap &map) {
+  return makeWorkload({getFullTensorMap(map)}, {map});
+}
+
+std::map<std::string, Workload> &workloads() {
+  static std::map<std::string, Workload> all = [] {
+    std::map<std::string, Workload> w;
+    const int64_t rows = 16384; // 64 MiB of f32 per layout at 1024 columns.
+    w["row_split"] = extractWorkload(
+        *buildSplitLayout("w", {rows, 1024}, 0, getShardSizes(rows, 4)));
+    // Column splits at tp4: each shard row is 64 (256 B) or 1024 (4 KiB)
+    // floats.
+    w["column_256B"] = extractWorkload(
+        *buildSplitLayout("w", {65536, 256}, 1, getShardSizes(256, 4)));
+    w["column_4KiB"] = extractWorkload(
+        *buildSplitLayout("w", {4096, 4096}, 1, getShardSizes(4096, 4)));
+    w["bigcode"] = extractWorkload(buildBigcodeLayout("w", 8192, 4096, 1024, 4));
+    w["codegen"] = extractWorkload(*buildCodegenLayout("w", 4096, 1024, 4));
+    // A 1 GiB map set (f32): 16 MLP-like weights of 64 MiB, half split by
+    // rows, half by columns.
+    std::vector<ParamMap> tp4, tp2;
+    for (int i = 0; i < 16; ++i) {
+      int64_t dim = i % 2;
+      Extents shape = {4096, 4096};
+      tp4.push_back(*buildSplitLayout("w" + std::to_string(i), shape, dim,
+                                      getShardSizes(4096, 4)));
+      tp2.push_back(*buildSplitLayout("w" + std::to_string(i), shape, dim,
+                                      getShardSizes(4096, 2)));
+    }
+    w["reshard_4_to_2_1GiB"] = makeWorkload(tp4, tp2);
+    w["reshard_2_to_4_1GiB"] = makeWorkload(tp2, tp4);
+    return w;
+  }();
+  return all;
+}
+
+void runOurs(benchmark::State &state, const std::string &name) {
+  Workload &w = workloads().at(name);
+  unsigned threads = state.range(0);
+  for (auto _ : state) {
+    for (size_t i = 0; i < w.programs.size(); ++i) {
+      ProgramBuffers buffers;
+      for (auto &[rank, data] : w.sources[i])
+        buffers.sources[rank] = data.data();
+      for (auto &[rank, data] : w.targets[i])
+        buffers.targets[rank] = data.data();
+      executeOnCpu(w.programs[i], buffers, DType::F32, threads);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * w.bytes);
+}
+
+void runTorch(benchmark::State &state, const std::string &name) {
+  Workload &w = workloads().at(name);
+  torch::set_num_threads(state.range(0));
+  auto tensorOf = [](std::vector<float> &data) {
+    return torch::from_blob(data.data(), {static_cast<int64_t>(data.size())},
+                            torch::kFloat32);
+  };
+  for (auto _ : state) {
+    for (size_t i = 0; i < w.plans.size(); ++i) {
+      for (const Segment &s : w.plans[i].segments) {
+        torch::Tensor from = tensorOf(w.sources[i].at(s.sourceRank));
+        torch::Tensor to = tensorOf(w.targets[i].at(s.targetRank));
+        std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
+        to.as_strided(shape, {s.target.strides.begin(), s.target.strides.end()},
+                      s.target.offset)
+            .copy_(from.as_strided(
+                shape, {s.source.strides.begin(), s.source.strides.end()},
+                s.source.offset));
+      }
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * w.bytes);
+}
+
+void runMemcpy(benchmark::State &state, const std::string &name) {
+  Workload &w = workloads().at(name);
+  std::vector<char> from(w.bytes), to(w.bytes);
+  std::memset(from.data(), 1, w.bytes);
+  for (auto _ : state) {
+    std::memcpy(to.data(), from.data(), w.bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * w.bytes);
+}
+
+int registerAll() {
+  for (const char *name : {"row_split", "column_256B", "column_4KiB", "bigcode",
+                           "codegen", "reshard_4_to_2_1GiB",
+                           "reshard_2_to_4_1GiB"}) {
+    std::string n = name;
+    benchmark::RegisterBenchmark(("memcpy/" + n).c_str(), runMemcpy, n)
+        ->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+    benchmark::RegisterBenchmark(("ours/" + n).c_str(), runOurs, n)
+        ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+    benchmark::RegisterBenchmark(("torch/" + n).c_str(), runTorch, n)
+        ->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+  }
+  return 0;
+}
+
+int registered = registerAll();
+
+} // namespace
+
+BENCHMARK_MAIN();
