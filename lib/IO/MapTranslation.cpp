@@ -5,6 +5,7 @@
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/IO/IndexMapDocument.h"
 #include "ucp/IO/LegacyDocument.h"
+#include "ucp/Conversion/CopyProgramToCuda.h"
 #include "ucp/IO/MapDocument.h"
 #include "ucp/IO/PlanDocument.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
@@ -293,6 +294,38 @@ void ucp::registerMapTranslations() {
         for (PlanOp plan : cast<ModuleOp>(op).getOps<PlanOp>())
           plans.push_back(toTransferPlan(plan));
         writePlanDocument(plans, os);
+        return success();
+      },
+      registerDialects);
+  static llvm::cl::opt<std::string> cudaDType(
+      "cuda-dtype",
+      llvm::cl::desc("--ucp-to-cuda: the element type the kernels move (f32, "
+                     "bf16, f16, f64, f8e4m3, i8, ...)"),
+      llvm::cl::init("f32"));
+  static TranslateFromMLIRRegistration toCuda(
+      "ucp-to-cuda",
+      "emit CUDA C++ kernels for the transfer plans of a module (one launch "
+      "per source/target buffer pair)",
+      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
+        std::optional<DType> type = parseDTypeName(cudaDType);
+        if (!type)
+          return op->emitError("unknown --cuda-dtype '") << cudaDType << "'";
+        std::vector<std::pair<std::string, CopyProgram>> programs;
+        for (PlanOp plan : cast<ModuleOp>(op).getOps<PlanOp>()) {
+          CopyProgram program = lowerPlan(toTransferPlan(plan));
+          if (!isFloatingPoint(*type))
+            for (const BufferPairCopies &pair : program.pairs)
+              for (const StridedCopy &copy : pair.copies)
+                if (copy.factor != 1.0)
+                  return plan.emitError("plan scales by ")
+                         << formatScale(copy.factor) << ", which "
+                         << getSafetensorsName(*type) << " elements cannot take";
+          programs.emplace_back(plan.getSymName().str(), std::move(program));
+        }
+        if (programs.empty())
+          return op->emitError("no ucp.plan to emit; compose maps first with "
+                               "affine-opt --ucp-compose");
+        os << emitCuda(programs, *type).source;
         return success();
       },
       registerDialects);

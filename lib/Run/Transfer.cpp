@@ -5,6 +5,7 @@
 #include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
 #include "ucp/Runtime/CpuExecutor.h"
+#include "ucp/Runtime/CudaExecutor.h"
 
 #include "llvm/Support/Path.h"
 
@@ -159,20 +160,10 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
     writers[rank] = std::move(*writer);
   }
 
+  // Plan every parameter first: the GPU compiles all kernels at once.
   SentElements sent;
-  auto lastReport = std::chrono::steady_clock::now();
+  std::vector<CopyProgram> programs;
   for (const ParamJob &job : jobs) {
-    ProgramBuffers buffers;
-    std::map<int64_t, const char *> sourceData;
-    for (const Shard &shard : job.source->shards) {
-      const SafetensorsReader &reader = *readers.at(shard.rank);
-      sourceData[shard.rank] = reader.getData(*reader.find(job.source->name));
-      buffers.sources[shard.rank] = sourceData[shard.rank];
-    }
-    if (options.checkReplicas)
-      if (llvm::Error error = checkReplicas(*job.source, sourceData,
-                                            getElementSize(job.dtype)))
-        return std::move(error);
     Expected<TransferPlan> plan =
         composeMaps(*job.source, *job.target, options.policy, sent);
     if (!plan)
@@ -186,13 +177,54 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
                           getSafetensorsName(job.dtype).str() +
                           " and cannot be scaled by " +
                           formatScale(copy.factor));
+    programs.push_back(std::move(program));
+  }
+
+  // On the GPU, one compiled module per element type.
+  std::map<DType, std::unique_ptr<CudaExecutor>> gpus;
+  std::vector<size_t> indexInModule(jobs.size());
+  if (options.device == TransferOptions::Device::Cuda) {
+    std::map<DType, std::vector<std::pair<std::string, CopyProgram>>> byType;
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      auto &group = byType[jobs[i].dtype];
+      indexInModule[i] = group.size();
+      group.emplace_back(jobs[i].source->name, programs[i]);
+    }
+    for (auto &[type, group] : byType) {
+      Expected<std::unique_ptr<CudaExecutor>> gpu =
+          CudaExecutor::create(group, type);
+      if (!gpu)
+        return gpu.takeError();
+      gpus[type] = std::move(*gpu);
+    }
+  }
+
+  auto lastReport = std::chrono::steady_clock::now();
+  for (auto [i, job] : llvm::enumerate(jobs)) {
+    ProgramBuffers buffers;
+    std::map<int64_t, const char *> sourceData;
+    for (const Shard &shard : job.source->shards) {
+      const SafetensorsReader &reader = *readers.at(shard.rank);
+      sourceData[shard.rank] = reader.getData(*reader.find(job.source->name));
+      buffers.sources[shard.rank] = sourceData[shard.rank];
+    }
+    if (options.checkReplicas)
+      if (llvm::Error error = checkReplicas(*job.source, sourceData,
+                                            getElementSize(job.dtype)))
+        return std::move(error);
     for (const Shard &shard : job.target->shards) {
       buffers.targets[shard.rank] =
           writers.at(shard.rank)->getData(job.target->name);
       stats.bytesWritten += getNumElements(shard.shape).value_or(0) *
                             getElementSize(job.dtype);
     }
-    executeOnCpu(program, buffers, job.dtype, options.threads);
+    if (options.device == TransferOptions::Device::Cuda) {
+      if (llvm::Error error =
+              gpus.at(job.dtype)->run(indexInModule[i], programs[i], buffers))
+        return std::move(error);
+    } else {
+      executeOnCpu(programs[i], buffers, job.dtype, options.threads);
+    }
     ++stats.parameters;
     auto now = std::chrono::steady_clock::now();
     if (options.progress && now - lastReport > std::chrono::seconds(1)) {

@@ -1,6 +1,7 @@
 //===- DType.cpp - Element types of tensor files --------------------------===//
 
 #include "ucp/Runtime/DType.h"
+#include "ucp/Runtime/FloatBits.h"
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
@@ -78,78 +79,6 @@ bool ucp::isFloatingPoint(DType type) {
          type == DType::BF16;
 }
 
-/// F32 <-> F16 (IEEE binary16), round to nearest even.
-static float halfToFloat(uint16_t h) {
-  uint32_t sign = uint32_t(h >> 15) << 31, exponent = (h >> 10) & 0x1f,
-           mantissa = h & 0x3ff;
-  uint32_t bits;
-  if (exponent == 0x1f) {
-    bits = sign | 0x7f800000 | (mantissa << 13);
-  } else if (exponent == 0) {
-    if (mantissa == 0) {
-      bits = sign;
-    } else {
-      // Subnormal: normalise.
-      int shift = 0;
-      while (!(mantissa & 0x400)) {
-        mantissa <<= 1;
-        ++shift;
-      }
-      mantissa &= 0x3ff;
-      bits = sign | uint32_t(127 - 15 + 1 - shift) << 23 | (mantissa << 13);
-    }
-  } else {
-    bits = sign | (exponent + 127 - 15) << 23 | (mantissa << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-static uint16_t floatToHalf(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  uint16_t sign = (bits >> 16) & 0x8000;
-  uint32_t exponent = (bits >> 23) & 0xff, mantissa = bits & 0x7fffff;
-  if (exponent == 0xff) // Inf or NaN (keep NaN quiet).
-    return sign | 0x7c00 | (mantissa ? 0x200 | (mantissa >> 13) : 0);
-  int32_t e = int32_t(exponent) - 127 + 15;
-  if (e >= 0x1f)
-    return sign | 0x7c00; // Overflow to infinity.
-  if (e <= 0) {
-    if (e < -10)
-      return sign; // Underflow to zero.
-    mantissa |= 0x800000;
-    uint32_t shift = 14 - e;
-    uint32_t half = mantissa >> shift;
-    uint32_t rest = mantissa & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rest > mid || (rest == mid && (half & 1)))
-      ++half;
-    return sign | half;
-  }
-  uint32_t half = (uint32_t(e) << 10) | (mantissa >> 13);
-  uint32_t rest = mantissa & 0x1fff;
-  if (rest > 0x1000 || (rest == 0x1000 && (half & 1)))
-    ++half; // May carry into the exponent, correctly.
-  return sign | half;
-}
-
-static float bfloatToFloat(uint16_t b) {
-  uint32_t bits = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-static uint16_t floatToBfloat(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000)
-    return (bits >> 16) | 0x40; // Quiet NaN.
-  uint32_t rounding = 0x7fff + ((bits >> 16) & 1);
-  return (bits + rounding) >> 16;
-}
-
 void ucp::scaleElements(DType type, void *data, int64_t count, double factor) {
   switch (type) {
   case DType::F64: {
@@ -169,14 +98,14 @@ void ucp::scaleElements(DType type, void *data, int64_t count, double factor) {
     auto *p = static_cast<uint16_t *>(data);
     float f = static_cast<float>(factor);
     for (int64_t i = 0; i < count; ++i)
-      p[i] = floatToHalf(halfToFloat(p[i]) * f);
+      p[i] = ucpFloatToHalf(ucpHalfToFloat(p[i]) * f);
     return;
   }
   case DType::BF16: {
     auto *p = static_cast<uint16_t *>(data);
     float f = static_cast<float>(factor);
     for (int64_t i = 0; i < count; ++i)
-      p[i] = floatToBfloat(bfloatToFloat(p[i]) * f);
+      p[i] = ucpFloatToBfloat(ucpBfloatToFloat(p[i]) * f);
     return;
   }
   default:
@@ -202,12 +131,12 @@ void ucp::writeRandomElements(DType type, void *data, int64_t count,
       break;
     }
     case DType::F16: {
-      uint16_t v = floatToHalf(uniform(rng));
+      uint16_t v = ucpFloatToHalf(uniform(rng));
       std::memcpy(bytes + 2 * i, &v, 2);
       break;
     }
     case DType::BF16: {
-      uint16_t v = floatToBfloat(uniform(rng));
+      uint16_t v = ucpFloatToBfloat(uniform(rng));
       std::memcpy(bytes + 2 * i, &v, 2);
       break;
     }

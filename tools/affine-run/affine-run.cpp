@@ -67,6 +67,12 @@ static cl::opt<unsigned> threads("threads",
                                  cl::init(0), cl::sub(extractCommand),
                                  cl::sub(rebuildCommand),
                                  cl::sub(reshardCommand), cl::cat(category));
+static cl::opt<std::string> device(
+    "device",
+    cl::desc("where copies run: cpu (default) or cuda (kernels compiled at "
+             "run time with NVRTC)"),
+    cl::init("cpu"), cl::sub(extractCommand), cl::sub(rebuildCommand),
+    cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<std::string> state(
     "state",
     cl::desc("what the tensors are: fp32 (parameters, scale power 1), "
@@ -193,6 +199,10 @@ int main(int argc, char **argv) {
     return fail("--out is required");
 
   TransferOptions options;
+  if (device == "cuda")
+    options.device = TransferOptions::Device::Cuda;
+  else if (device != "cpu")
+    return fail("unknown --device '" + device + "'; expected cpu or cuda");
   options.threads = threads;
   options.checkReplicas = checkReplicasFlag;
   options.ignoreExtraTensors = ignoreExtra;

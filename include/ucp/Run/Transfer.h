@@ -29,6 +29,8 @@ struct TransferSide {
 };
 
 struct TransferOptions {
+  /// Where copies run.
+  enum class Device { Cpu, Cuda } device = Device::Cpu;
   /// Worker threads (0: every core).
   unsigned threads = 0;
   /// The power of the scale the tensors carry: 1 for parameters, -1 and -2

@@ -1,0 +1,48 @@
+//===- CopyProgramToCuda.h - Copy programs as CUDA kernels ------*- C++ -*-===//
+//
+// Emits CUDA C++ for copy programs: one kernel per (source buffer, target
+// buffer) pair, launched once over a table of copy descriptors, with a
+// grid-stride loop over work units; a copy whose innermost run is
+// contiguous and 16-byte aligned on both sides moves 16-byte vectors; the
+// scale is fused into the copy, with the same f16/bf16 arithmetic as the
+// CPU executor (ucp/Runtime/FloatBits.h is pasted into the source). One
+// kernel per target buffer zeroes its fills. The source needs no header,
+// so NVRTC compiles it as is.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_CONVERSION_COPYPROGRAMTOCUDA_H
+#define UCP_CONVERSION_COPYPROGRAMTOCUDA_H
+
+#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Runtime/DType.h"
+
+namespace ucp {
+
+/// One kernel launch of an emitted module.
+struct CudaLaunch {
+  /// The extern "C" kernel name.
+  std::string kernel;
+  /// Index of the program in the emitted list.
+  size_t program = 0;
+  int64_t sourceBuffer = -1; // -1 for a fill kernel.
+  int64_t targetBuffer = 0;
+  /// Work units (elements or 16-byte vectors) the grid covers.
+  int64_t units = 0;
+};
+
+/// The emitted source and how to launch it.
+struct CudaModule {
+  std::string source;
+  std::vector<CudaLaunch> launches;
+};
+
+/// Emits the kernels of `programs` (named for diagnostics) moving elements
+/// of `type`. Scaled copies of a type that is not floating point are an
+/// error the caller must have refused.
+CudaModule emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
+                    DType type);
+
+} // namespace ucp
+
+#endif // UCP_CONVERSION_COPYPROGRAMTOCUDA_H

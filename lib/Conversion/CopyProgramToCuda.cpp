@@ -1,0 +1,212 @@
+//===- CopyProgramToCuda.cpp - Copy programs as CUDA kernels --------------===//
+
+#include "ucp/Conversion/CopyProgramToCuda.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace ucp;
+
+/// ucp/Runtime/FloatBits.h, as text (generated at configure time).
+static const char *const kFloatBitsSource =
+#include "ucp/Runtime/FloatBitsSource.inc"
+    ;
+
+/// The device code every module shares; `ucp_elem` and `ucp_scale` are
+/// defined per element type before it.
+static const char *const kKernelSource = R"cuda(
+#define UCP_MAX_RANK 8
+struct UcpCopy {
+  long long begin;   /* first work unit of this copy in its launch */
+  int rank;          /* dimensions, innermost last */
+  int vector;        /* 1: the innermost dimension counts 16-byte vectors */
+  long long shape[UCP_MAX_RANK];
+  long long src_offset, src_strides[UCP_MAX_RANK];
+  long long dst_offset, dst_strides[UCP_MAX_RANK];
+  double factor;
+};
+
+struct UcpVec { unsigned int x, y, z, w; };
+
+/* Runs work units of the copies in `table` (sorted by begin) with a
+   grid-stride loop; with no source, zeroes the target views. */
+__device__ void ucp_run(const UcpCopy *table, int count, long long total,
+                        const ucp_elem *src, ucp_elem *dst) {
+  for (long long unit = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+       unit < total; unit += (long long)gridDim.x * blockDim.x) {
+    int lo = 0, hi = count - 1;
+    while (lo < hi) {
+      int mid = (lo + hi + 1) / 2;
+      if (table[mid].begin <= unit) lo = mid; else hi = mid - 1;
+    }
+    const UcpCopy &c = table[lo];
+    long long local = unit - c.begin;
+    long long s = c.src_offset, d = c.dst_offset;
+    for (int k = c.rank - 1; k >= 0; --k) {
+      long long extent = c.shape[k], i = local % extent;
+      local /= extent;
+      s += i * c.src_strides[k];
+      d += i * c.dst_strides[k];
+    }
+    if (c.vector) {
+      UcpVec value = {0, 0, 0, 0};
+      if (src) value = *(const UcpVec *)((const char *)src + s * 16);
+      *(UcpVec *)((char *)dst + d * 16) = value;
+    } else if (!src) {
+      dst[d] = 0;
+    } else {
+      dst[d] = c.factor == 1.0 ? src[s] : ucp_scale(src[s], c.factor);
+    }
+  }
+}
+)cuda";
+
+/// The storage type and scaling function of `type`.
+static void emitElementType(DType type, llvm::raw_ostream &os) {
+  switch (getElementSize(type)) {
+  case 1:
+    os << "typedef unsigned char ucp_elem;\n";
+    break;
+  case 2:
+    os << "typedef unsigned short ucp_elem;\n";
+    break;
+  case 4:
+    os << "typedef unsigned int ucp_elem;\n";
+    break;
+  default:
+    os << "typedef unsigned long long ucp_elem;\n";
+    break;
+  }
+  os << "__device__ ucp_elem ucp_scale(ucp_elem bits, double factor) {\n";
+  switch (type) {
+  case DType::F32:
+    os << "  return ucpFloatToBits(ucpBitsToFloat(bits) * (float)factor);\n";
+    break;
+  case DType::F64:
+    os << "  return (ucp_elem)__double_as_longlong(\n"
+          "      __longlong_as_double((long long)bits) * factor);\n";
+    break;
+  case DType::F16:
+    os << "  return ucpFloatToHalf(ucpHalfToFloat(bits) * (float)factor);\n";
+    break;
+  case DType::BF16:
+    os << "  return ucpFloatToBfloat(ucpBfloatToFloat(bits) * (float)factor);\n";
+    break;
+  default:
+    os << "  return bits; /* not floating point: never scaled */\n";
+    break;
+  }
+  os << "}\n";
+}
+
+/// Whether `copy` can move 16-byte vectors: unscaled, innermost dimension
+/// contiguous on both sides, every offset and outer stride 16-byte aligned.
+static bool isVectorizable(llvm::ArrayRef<int64_t> shape,
+                           const StridedView *source, const StridedView &target,
+                           double factor, int64_t size) {
+  if (factor != 1.0 || shape.empty())
+    return false;
+  auto aligned = [&](const StridedView &view) {
+    if (view.strides.back() != 1 || view.offset * size % 16 != 0)
+      return false;
+    for (size_t d = 0; d + 1 < shape.size(); ++d)
+      if (view.strides[d] * size % 16 != 0)
+        return false;
+    return true;
+  };
+  return shape.back() * size % 16 == 0 && aligned(target) &&
+         (!source || aligned(*source));
+}
+
+/// Emits the descriptor table `name` for `copies` and returns its units.
+static int64_t emitTable(llvm::StringRef name,
+                         llvm::ArrayRef<StridedCopy> copies, bool isFill,
+                         int64_t size, llvm::raw_ostream &os) {
+  os << "__device__ const UcpCopy " << name << "[] = {\n";
+  int64_t begin = 0;
+  for (const StridedCopy &copy : copies) {
+    const StridedView *source = isFill ? nullptr : &copy.source;
+    bool vector = isVectorizable(copy.shape, source, copy.target, copy.factor, size);
+    int64_t perVector = vector ? 16 / size : 1;
+    Extents shape = copy.shape;
+    if (shape.empty())
+      shape = {1};
+    auto list = [&](llvm::ArrayRef<int64_t> values, bool offsetIsVector) {
+      os << "{";
+      for (size_t d = 0; d < 8; ++d) {
+        int64_t v = d < values.size() ? values[d] : 0;
+        if (vector && offsetIsVector)
+          v = d + 1 == values.size() ? v : v / perVector;
+        os << (d ? ", " : "") << v;
+      }
+      os << "}";
+    };
+    Extents vshape = shape;
+    if (vector)
+      vshape.back() /= perVector;
+    Extents srcStrides = copy.source.strides, dstStrides = copy.target.strides;
+    if (srcStrides.empty())
+      srcStrides = {1};
+    if (dstStrides.empty())
+      dstStrides = {1};
+    os << "  {" << begin << "LL, " << shape.size() << ", " << (vector ? 1 : 0)
+       << ", ";
+    list(vshape, false);
+    os << ", " << (source ? copy.source.offset / perVector : 0) << "LL, ";
+    list(source ? srcStrides : Extents(shape.size(), 0), true);
+    os << ", " << copy.target.offset / perVector << "LL, ";
+    list(dstStrides, true);
+    os << ", " << llvm::format("%.17g", copy.factor) << "},\n";
+    begin += getNumElements(vshape).value_or(0);
+  }
+  os << "};\n";
+  return begin;
+}
+
+CudaModule
+ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
+              DType type) {
+  CudaModule module;
+  llvm::raw_string_ostream os(module.source);
+  int64_t size = getElementSize(type);
+  os << "// Generated by affine-ucp (affine-translate --ucp-to-cuda): copy\n"
+        "// programs for elements of type "
+     << getSafetensorsName(type) << ".\n";
+  os << kFloatBitsSource << "\n";
+  emitElementType(type, os);
+  os << kKernelSource;
+  for (auto [index, entry] : llvm::enumerate(programs)) {
+    const auto &[name, program] = entry;
+    os << "\n/* " << name << " */\n";
+    for (const BufferPairCopies &pair : program.pairs) {
+      if (pair.copies.empty())
+        continue;
+      std::string kernel = "ucp_copy_" + std::to_string(index) + "_" +
+                           std::to_string(pair.sourceBuffer) + "_" +
+                           std::to_string(pair.targetBuffer);
+      int64_t units = emitTable(kernel + "_table", pair.copies,
+                                /*isFill=*/false, size, os);
+      os << "extern \"C\" __global__ void " << kernel
+         << "(const ucp_elem *src, ucp_elem *dst) {\n  ucp_run(" << kernel
+         << "_table, " << pair.copies.size() << ", " << units
+         << "LL, src, dst);\n}\n";
+      module.launches.push_back(
+          {kernel, index, pair.sourceBuffer, pair.targetBuffer, units});
+    }
+    std::map<int64_t, std::vector<StridedCopy>> fillsByTarget;
+    for (const StridedFill &fill : program.fills)
+      fillsByTarget[fill.targetBuffer].push_back(
+          {fill.shape, {0, Extents(fill.shape.size(), 0)}, fill.target, 1.0});
+    for (const auto &[target, copies] : fillsByTarget) {
+      std::string kernel =
+          "ucp_fill_" + std::to_string(index) + "_" + std::to_string(target);
+      int64_t units =
+          emitTable(kernel + "_table", copies, /*isFill=*/true, size, os);
+      os << "extern \"C\" __global__ void " << kernel
+         << "(ucp_elem *dst) {\n  ucp_run(" << kernel << "_table, "
+         << copies.size() << ", " << units << "LL, 0, dst);\n}\n";
+      module.launches.push_back({kernel, index, -1, target, units});
+    }
+  }
+  return module;
+}

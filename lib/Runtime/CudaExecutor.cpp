@@ -1,0 +1,275 @@
+//===- CudaExecutor.cpp - Running copy programs on an NVIDIA GPU ----------===//
+//
+// The NVRTC and driver entry points are declared here with the few types
+// they need, and resolved with dlopen/dlsym, so nothing links against CUDA.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/Runtime/CudaExecutor.h"
+
+#include <dlfcn.h>
+
+using namespace ucp;
+
+namespace {
+
+llvm::Error refuse(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
+}
+
+/// Opens the first library of `names` that loads.
+void *openLibrary(std::initializer_list<const char *> names) {
+  for (const char *name : names)
+    if (void *handle = dlopen(name, RTLD_NOW | RTLD_LOCAL))
+      return handle;
+  return nullptr;
+}
+
+template <typename Fn>
+bool resolve(void *library, const char *name, Fn &fn) {
+  fn = reinterpret_cast<Fn>(dlsym(library, name));
+  return fn != nullptr;
+}
+
+/// NVRTC, as far as compiling one program needs.
+struct Nvrtc {
+  using Program = void *;
+  int (*createProgram)(Program *, const char *, const char *, int,
+                       const char *const *, const char *const *);
+  int (*compileProgram)(Program, int, const char *const *);
+  int (*getProgramLogSize)(Program, size_t *);
+  int (*getProgramLog)(Program, char *);
+  int (*getPTXSize)(Program, size_t *);
+  int (*getPTX)(Program, char *);
+  int (*destroyProgram)(Program *);
+
+  static llvm::Expected<Nvrtc> load() {
+    void *library = openLibrary({"libnvrtc.so", "libnvrtc.so.13",
+                                 "libnvrtc.so.12",
+                                 "/usr/local/cuda/lib64/libnvrtc.so"});
+    if (!library)
+      return refuse("NVRTC (libnvrtc.so) is not installed; it compiles the "
+                    "generated kernels at run time");
+    Nvrtc n;
+    if (!resolve(library, "nvrtcCreateProgram", n.createProgram) ||
+        !resolve(library, "nvrtcCompileProgram", n.compileProgram) ||
+        !resolve(library, "nvrtcGetProgramLogSize", n.getProgramLogSize) ||
+        !resolve(library, "nvrtcGetProgramLog", n.getProgramLog) ||
+        !resolve(library, "nvrtcGetPTXSize", n.getPTXSize) ||
+        !resolve(library, "nvrtcGetPTX", n.getPTX) ||
+        !resolve(library, "nvrtcDestroyProgram", n.destroyProgram))
+      return refuse("libnvrtc.so lacks an entry point affine-ucp needs");
+    return n;
+  }
+};
+
+using CUdeviceptr = unsigned long long;
+
+/// The CUDA driver API, as far as copy programs need.
+struct Driver {
+  int (*init)(unsigned);
+  int (*deviceGetCount)(int *);
+  int (*deviceGet)(int *, int);
+  int (*deviceGetAttribute)(int *, int, int);
+  int (*primaryCtxRetain)(void **, int);
+  int (*primaryCtxRelease)(int);
+  int (*ctxSetCurrent)(void *);
+  int (*moduleLoadData)(void **, const void *);
+  int (*moduleUnload)(void *);
+  int (*moduleGetFunction)(void **, void *, const char *);
+  int (*memAlloc)(CUdeviceptr *, size_t);
+  int (*memFree)(CUdeviceptr);
+  int (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
+  int (*memcpyDtoH)(void *, CUdeviceptr, size_t);
+  int (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
+                      unsigned, unsigned, void *, void **, void **);
+  int (*ctxSynchronize)();
+  int (*getErrorString)(int, const char **);
+
+  std::string describe(int result) const {
+    const char *text = nullptr;
+    if (getErrorString)
+      getErrorString(result, &text);
+    return text ? text : "CUDA error " + std::to_string(result);
+  }
+
+  static llvm::Expected<Driver> load() {
+    void *library = openLibrary({"libcuda.so.1", "libcuda.so"});
+    if (!library)
+      return refuse("no CUDA driver (libcuda.so.1) on this machine, so no "
+                    "GPU to run on; use --device cpu");
+    Driver d;
+    if (!resolve(library, "cuInit", d.init) ||
+        !resolve(library, "cuDeviceGetCount", d.deviceGetCount) ||
+        !resolve(library, "cuDeviceGet", d.deviceGet) ||
+        !resolve(library, "cuDeviceGetAttribute", d.deviceGetAttribute) ||
+        !resolve(library, "cuDevicePrimaryCtxRetain", d.primaryCtxRetain) ||
+        !resolve(library, "cuDevicePrimaryCtxRelease_v2", d.primaryCtxRelease) ||
+        !resolve(library, "cuCtxSetCurrent", d.ctxSetCurrent) ||
+        !resolve(library, "cuModuleLoadData", d.moduleLoadData) ||
+        !resolve(library, "cuModuleUnload", d.moduleUnload) ||
+        !resolve(library, "cuModuleGetFunction", d.moduleGetFunction) ||
+        !resolve(library, "cuMemAlloc_v2", d.memAlloc) ||
+        !resolve(library, "cuMemFree_v2", d.memFree) ||
+        !resolve(library, "cuMemcpyHtoD_v2", d.memcpyHtoD) ||
+        !resolve(library, "cuMemcpyDtoH_v2", d.memcpyDtoH) ||
+        !resolve(library, "cuLaunchKernel", d.launchKernel) ||
+        !resolve(library, "cuCtxSynchronize", d.ctxSynchronize) ||
+        !resolve(library, "cuGetErrorString", d.getErrorString))
+      return refuse("libcuda.so.1 lacks an entry point affine-ucp needs");
+    return d;
+  }
+};
+
+} // namespace
+
+llvm::Expected<std::string> ucp::compileCudaToPtx(const std::string &source,
+                                                  const std::string &arch) {
+  llvm::Expected<Nvrtc> nvrtc = Nvrtc::load();
+  if (!nvrtc)
+    return nvrtc.takeError();
+  Nvrtc::Program program = nullptr;
+  if (nvrtc->createProgram(&program, source.c_str(), "ucp_copies.cu", 0,
+                           nullptr, nullptr) != 0)
+    return refuse("NVRTC could not create a program");
+  std::string archOption = "--gpu-architecture=" + arch;
+  const char *options[] = {archOption.c_str(), "--std=c++17"};
+  int result = nvrtc->compileProgram(program, 2, options);
+  size_t logSize = 0;
+  nvrtc->getProgramLogSize(program, &logSize);
+  std::string log(logSize, '\0');
+  nvrtc->getProgramLog(program, log.data());
+  if (result != 0) {
+    nvrtc->destroyProgram(&program);
+    return refuse("NVRTC failed to compile the generated kernels:\n" + log);
+  }
+  size_t ptxSize = 0;
+  nvrtc->getPTXSize(program, &ptxSize);
+  std::string ptx(ptxSize, '\0');
+  nvrtc->getPTX(program, ptx.data());
+  nvrtc->destroyProgram(&program);
+  return ptx;
+}
+
+struct CudaExecutor::State {
+  Driver driver;
+  int device = 0;
+  void *context = nullptr;
+  void *module = nullptr;
+  CudaModule kernels;
+  DType type = DType::F32;
+};
+
+CudaExecutor::CudaExecutor(std::unique_ptr<State> state)
+    : state(std::move(state)) {}
+
+CudaExecutor::~CudaExecutor() {
+  if (state->module)
+    state->driver.moduleUnload(state->module);
+  if (state->context)
+    state->driver.primaryCtxRelease(state->device);
+}
+
+llvm::Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
+    llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs, DType type) {
+  auto state = std::make_unique<State>();
+  state->type = type;
+  state->kernels = emitCuda(programs, type);
+
+  llvm::Expected<Driver> driver = Driver::load();
+  if (!driver)
+    return driver.takeError();
+  state->driver = *driver;
+  Driver &d = state->driver;
+  if (int result = d.init(0))
+    return refuse("the CUDA driver did not start (" + d.describe(result) +
+                  "); use --device cpu");
+  int count = 0;
+  if (d.deviceGetCount(&count) != 0 || count == 0)
+    return refuse("no CUDA device is available; use --device cpu");
+  d.deviceGet(&state->device, 0);
+  int major = 0, minor = 0;
+  d.deviceGetAttribute(&major, /*COMPUTE_CAPABILITY_MAJOR=*/75, state->device);
+  d.deviceGetAttribute(&minor, /*COMPUTE_CAPABILITY_MINOR=*/76, state->device);
+  llvm::Expected<std::string> ptx = compileCudaToPtx(
+      state->kernels.source,
+      "compute_" + std::to_string(major) + std::to_string(minor));
+  if (!ptx)
+    return ptx.takeError();
+  if (int result = d.primaryCtxRetain(&state->context, state->device))
+    return refuse("cannot open a context on the GPU: " + d.describe(result));
+  d.ctxSetCurrent(state->context);
+  if (int result = d.moduleLoadData(&state->module, ptx->c_str()))
+    return refuse("cannot load the compiled kernels: " + d.describe(result));
+  return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(state)));
+}
+
+llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
+                              const ProgramBuffers &buffers) {
+  Driver &d = state->driver;
+  int64_t size = getElementSize(state->type);
+  std::map<int64_t, CUdeviceptr> sources, targets;
+  auto release = [&] {
+    for (auto &entry : sources)
+      d.memFree(entry.second);
+    for (auto &entry : targets)
+      d.memFree(entry.second);
+  };
+  auto check = [&](int result, const char *what) -> llvm::Error {
+    if (result == 0)
+      return llvm::Error::success();
+    release();
+    return refuse(std::string(what) + ": " + d.describe(result));
+  };
+  for (const auto &[rank, elements] : program.sourceElements) {
+    if (elements == 0 || !buffers.sources.count(rank))
+      continue;
+    if (llvm::Error e = check(d.memAlloc(&sources[rank], elements * size),
+                              "cannot allocate GPU memory"))
+      return e;
+    if (llvm::Error e = check(d.memcpyHtoD(sources[rank],
+                                           buffers.sources.at(rank),
+                                           elements * size),
+                              "cannot copy a source shard to the GPU"))
+      return e;
+  }
+  for (const auto &[rank, elements] : program.targetElements) {
+    if (elements == 0)
+      continue;
+    if (llvm::Error e = check(d.memAlloc(&targets[rank], elements * size),
+                              "cannot allocate GPU memory"))
+      return e;
+  }
+  for (const CudaLaunch &launch : state->kernels.launches) {
+    if (launch.program != index || launch.units == 0)
+      continue;
+    void *function = nullptr;
+    if (llvm::Error e = check(d.moduleGetFunction(&function, state->module,
+                                                  launch.kernel.c_str()),
+                              "a generated kernel is missing"))
+      return e;
+    CUdeviceptr target = targets.at(launch.targetBuffer);
+    CUdeviceptr source =
+        launch.sourceBuffer >= 0 ? sources.at(launch.sourceBuffer) : 0;
+    void *copyArgs[] = {&source, &target};
+    void *fillArgs[] = {&target};
+    unsigned blocks = static_cast<unsigned>(
+        std::min<int64_t>((launch.units + 255) / 256, 65535));
+    if (llvm::Error e = check(
+            d.launchKernel(function, blocks, 1, 1, 256, 1, 1, 0, nullptr,
+                           launch.sourceBuffer >= 0 ? copyArgs : fillArgs,
+                           nullptr),
+            "a kernel launch failed"))
+      return e;
+  }
+  if (llvm::Error e = check(d.ctxSynchronize(), "the kernels failed"))
+    return e;
+  for (const auto &[rank, pointer] : targets)
+    if (llvm::Error e = check(
+            d.memcpyDtoH(buffers.targets.at(rank), pointer,
+                         program.targetElements.at(rank) * size),
+            "cannot copy a target shard back from the GPU"))
+      return e;
+  release();
+  return llvm::Error::success();
+}
