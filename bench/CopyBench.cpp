@@ -6,7 +6,9 @@
 //     are 256 B and 4 KiB, bigcode and codegen, and resharding a 1 GiB map
 //     set 4 -> 2 and 2 -> 4, on 1 and 2 threads;
 //   * the DeepSpeed reference's loop over the same plan segments:
-//     `target.as_strided(...).copy_(source.as_strided(...))` in libtorch.
+//     `target.as_strided(...).copy_(source.as_strided(...))` in libtorch;
+//   * for the reshards, the reference's own method (spec §7.1): rebuild F
+//     from the source pieces, then extract the target pieces, in libtorch.
 // bench/run-benchmarks.py runs this binary and prints one table of GB/s and
 // ratios.
 //
@@ -30,6 +32,9 @@ namespace {
 /// A workload: plans of some parameters and their buffers, filled once.
 struct Workload {
   std::vector<TransferPlan> plans;
+  /// For reshards: the plans through the full tensor, and its buffers.
+  std::vector<TransferPlan> rebuilds, extracts;
+  std::vector<std::vector<float>> fulls;
   std::vector<CopyProgram> programs;
   std::vector<std::map<int64_t, std::vector<float>>> sources, targets;
   int64_t bytes = 0;
@@ -55,6 +60,12 @@ Workload makeWorkload(const std::vector<ParamMap> &from,
     }
     w.programs.push_back(lowerPlan(plan));
     w.plans.push_back(std::move(plan));
+    if (from[i].worldSize > 1 && to[i].worldSize > 1) {
+      ParamMap full = getFullTensorMap(from[i]);
+      w.rebuilds.push_back(*composeMaps(from[i], full, {}, sent));
+      w.extracts.push_back(*composeMaps(full, to[i], {}, sent));
+      w.fulls.emplace_back(*getNumElements(full.logicalShape), 0.0f);
+    }
   }
   return w;
 }
@@ -138,6 +149,36 @@ void runTorch(benchmark::State &state, const std::string &name) {
   state.SetBytesProcessed(state.iterations() * w.bytes);
 }
 
+/// The reference's reshard: rebuild F, then extract the target, both with
+/// the as_strided().copy_() loop.
+void runTorchThroughFull(benchmark::State &state, const std::string &name) {
+  Workload &w = workloads().at(name);
+  torch::set_num_threads(state.range(0));
+  auto tensorOf = [](std::vector<float> &data) {
+    return torch::from_blob(data.data(), {static_cast<int64_t>(data.size())},
+                            torch::kFloat32);
+  };
+  auto copy = [](torch::Tensor from, torch::Tensor to, const Segment &s) {
+    std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
+    to.as_strided(shape, {s.target.strides.begin(), s.target.strides.end()},
+                  s.target.offset)
+        .copy_(from.as_strided(
+            shape, {s.source.strides.begin(), s.source.strides.end()},
+            s.source.offset));
+  };
+  for (auto _ : state) {
+    for (size_t i = 0; i < w.rebuilds.size(); ++i) {
+      torch::Tensor full = tensorOf(w.fulls[i]);
+      for (const Segment &s : w.rebuilds[i].segments)
+        copy(tensorOf(w.sources[i].at(s.sourceRank)), full, s);
+      for (const Segment &s : w.extracts[i].segments)
+        copy(full, tensorOf(w.targets[i].at(s.targetRank)), s);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(state.iterations() * w.bytes);
+}
+
 void runMemcpy(benchmark::State &state, const std::string &name) {
   Workload &w = workloads().at(name);
   std::vector<char> from(w.bytes), to(w.bytes);
@@ -160,6 +201,10 @@ int registerAll() {
         ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
     benchmark::RegisterBenchmark(("torch/" + n).c_str(), runTorch, n)
         ->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+    if (n.rfind("reshard", 0) == 0)
+      benchmark::RegisterBenchmark(("torchfull/" + n).c_str(),
+                                   runTorchThroughFull, n)
+          ->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
   }
   return 0;
 }
