@@ -124,26 +124,29 @@ void runOurs(benchmark::State &state, const std::string &name) {
   state.SetBytesProcessed(state.iterations() * w.bytes);
 }
 
+torch::Tensor tensorOf(std::vector<float> &data) {
+  return torch::from_blob(data.data(), {static_cast<int64_t>(data.size())},
+                          torch::kFloat32);
+}
+
+/// What the DeepSpeed reference does per piece.
+void copySegment(torch::Tensor from, torch::Tensor to, const Segment &s) {
+  std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
+  to.as_strided(shape, {s.target.strides.begin(), s.target.strides.end()},
+                s.target.offset)
+      .copy_(from.as_strided(
+          shape, {s.source.strides.begin(), s.source.strides.end()},
+          s.source.offset));
+}
+
 void runTorch(benchmark::State &state, const std::string &name) {
   Workload &w = workloads().at(name);
   torch::set_num_threads(state.range(0));
-  auto tensorOf = [](std::vector<float> &data) {
-    return torch::from_blob(data.data(), {static_cast<int64_t>(data.size())},
-                            torch::kFloat32);
-  };
   for (auto _ : state) {
-    for (size_t i = 0; i < w.plans.size(); ++i) {
-      for (const Segment &s : w.plans[i].segments) {
-        torch::Tensor from = tensorOf(w.sources[i].at(s.sourceRank));
-        torch::Tensor to = tensorOf(w.targets[i].at(s.targetRank));
-        std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
-        to.as_strided(shape, {s.target.strides.begin(), s.target.strides.end()},
-                      s.target.offset)
-            .copy_(from.as_strided(
-                shape, {s.source.strides.begin(), s.source.strides.end()},
-                s.source.offset));
-      }
-    }
+    for (size_t i = 0; i < w.plans.size(); ++i)
+      for (const Segment &s : w.plans[i].segments)
+        copySegment(tensorOf(w.sources[i].at(s.sourceRank)),
+                    tensorOf(w.targets[i].at(s.targetRank)), s);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(state.iterations() * w.bytes);
@@ -154,25 +157,13 @@ void runTorch(benchmark::State &state, const std::string &name) {
 void runTorchThroughFull(benchmark::State &state, const std::string &name) {
   Workload &w = workloads().at(name);
   torch::set_num_threads(state.range(0));
-  auto tensorOf = [](std::vector<float> &data) {
-    return torch::from_blob(data.data(), {static_cast<int64_t>(data.size())},
-                            torch::kFloat32);
-  };
-  auto copy = [](torch::Tensor from, torch::Tensor to, const Segment &s) {
-    std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
-    to.as_strided(shape, {s.target.strides.begin(), s.target.strides.end()},
-                  s.target.offset)
-        .copy_(from.as_strided(
-            shape, {s.source.strides.begin(), s.source.strides.end()},
-            s.source.offset));
-  };
   for (auto _ : state) {
     for (size_t i = 0; i < w.rebuilds.size(); ++i) {
       torch::Tensor full = tensorOf(w.fulls[i]);
       for (const Segment &s : w.rebuilds[i].segments)
-        copy(tensorOf(w.sources[i].at(s.sourceRank)), full, s);
+        copySegment(tensorOf(w.sources[i].at(s.sourceRank)), full, s);
       for (const Segment &s : w.extracts[i].segments)
-        copy(full, tensorOf(w.targets[i].at(s.targetRank)), s);
+        copySegment(full, tensorOf(w.targets[i].at(s.targetRank)), s);
     }
     benchmark::ClobberMemory();
   }
