@@ -51,14 +51,6 @@ struct ParamJob {
   DType dtype = DType::F32;
 };
 
-bool hasScaledPiece(const ParamMap &map) {
-  for (const Shard &shard : map.shards)
-    for (const Piece &piece : shard.pieces)
-      if (piece.scale != 1.0)
-        return true;
-  return false;
-}
-
 } // namespace
 
 Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
@@ -126,13 +118,6 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       stats.bytesRead += elements * getElementSize(tensor->dtype);
     }
     job.dtype = dtype.value_or(DType::F32);
-    if (options.scalePower != 1 &&
-        (hasScaledPiece(*job.source) || hasScaledPiece(*job.target)))
-      return refuse("parameter '" + job.source->name +
-                    "' is scaled, and a scaled optimizer state is refused: "
-                    "Adam's lr and eps live in the scaled coordinate, so "
-                    "moving the moments alone would change the trajectory "
-                    "(spec §2.1); convert the parameter itself (power 1)");
   }
   if (!options.ignoreExtraTensors) {
     for (const auto &[rank, reader] : readers)
@@ -168,6 +153,8 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
         composeMaps(*job.source, *job.target, options.policy, sent);
     if (!plan)
       return plan.takeError();
+    if (llvm::Error error = checkScalePower(*plan, options.scalePower))
+      return std::move(error);
     CopyProgram program = lowerPlan(*plan, options.scalePower);
     if (!isFloatingPoint(job.dtype))
       for (const BufferPairCopies &pair : program.pairs)

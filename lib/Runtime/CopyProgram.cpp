@@ -49,6 +49,36 @@ CopyProgram ucp::lowerPlan(const TransferPlan &plan, int scalePower) {
   return program;
 }
 
+llvm::Error ucp::checkScalePower(const TransferPlan &plan, int scalePower) {
+  if (scalePower == 1)
+    return llvm::Error::success();
+  for (const Segment &segment : plan.segments)
+    if (segment.scale != 1.0)
+      return llvm::createStringError(
+          llvm::inconvertibleErrorCode(),
+          "parameter '" + plan.name +
+              "' is scaled, and a scaled optimizer state is refused: Adam's "
+              "lr and eps live in the scaled coordinate, so moving the "
+              "moments alone would change the trajectory (spec §2.1); "
+              "convert the parameter itself (power 1)");
+  return llvm::Error::success();
+}
+
+TransferPlan ucp::getExecutablePlan(const TransferPlan &plan, int scalePower) {
+  CopyProgram program = lowerPlan(plan, scalePower);
+  TransferPlan executable = plan;
+  executable.segments.clear();
+  for (const BufferPairCopies &pair : program.pairs)
+    for (const StridedCopy &copy : pair.copies)
+      executable.segments.push_back({copy.shape, pair.sourceBuffer,
+                                     copy.source, pair.targetBuffer,
+                                     copy.target, copy.factor});
+  llvm::stable_sort(executable.segments, [](const Segment &a, const Segment &b) {
+    return a.targetRank < b.targetRank;
+  });
+  return executable;
+}
+
 ParamMap ucp::getFullTensorMap(const ParamMap &map) {
   ParamMap full;
   full.name = map.name;

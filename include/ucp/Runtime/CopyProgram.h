@@ -15,6 +15,8 @@
 
 #include "ucp/Plan/TransferPlan.h"
 
+#include "llvm/Support/Error.h"
+
 namespace ucp {
 
 /// `target[dst view] = source[src view] * factor`, in elements.
@@ -56,6 +58,18 @@ constexpr int64_t kMaxCopyElements = int64_t(1) << 20;
 /// of the scale the moved tensor carries: 1 for a parameter, -1 and -2 for
 /// Adam's moments, spec §2.1).
 CopyProgram lowerPlan(const TransferPlan &plan, int scalePower = 1);
+
+/// Refuses to move a tensor carrying the scale's power `scalePower` other
+/// than 1 through a plan that rescales it: Adam's lr and eps live in the
+/// scaled coordinate, so rescaled moments alone would change the training
+/// trajectory (spec §2.1). A scaled parameter (power 1) always passes.
+llvm::Error checkScalePower(const TransferPlan &plan, int scalePower);
+
+/// Returns `plan` rewritten in its executable form: what `lowerPlan` does
+/// to the copies (dimensions normalized, huge copies split, scales raised to
+/// `scalePower`), kept as a plan, copies ordered by target then source
+/// buffer.
+TransferPlan getExecutablePlan(const TransferPlan &plan, int scalePower = 1);
 
 /// Returns the map of F itself: one rank holding all of it (for a padded
 /// vocabulary, its real rows only). Extract composes this map into a

@@ -94,4 +94,29 @@ def UCPComposePass : Pass<"ucp-compose", "mlir::ModuleOp"> {
   ];
 }
 
+def UCPLowerCopiesPass : Pass<"ucp-lower-copies", "mlir::ModuleOp"> {
+  let summary = "Lower maps and plans to executable copy programs";
+  let description = [{
+    Rewrites every `ucp.plan` into the copy program executors run
+    (docs/Execution.md), still written as a plan: each copy's dimensions are
+    ordered by target stride and merged where contiguous on both sides (so
+    the innermost dimension is the longest contiguous run), copies of more
+    than 2^20 elements are split along their outermost dimension, and every
+    scale is raised to `scale-power` (1 for parameters, -1 and -2 for
+    Adam's moments; a rescaling plan is refused for a power other than 1,
+    spec §2.1). Every `ucp.param` becomes the program that extracts it
+    from its full tensor (source rank 0).
+
+    ```mlir
+    ucp.copy [2, 4, 8] from 0 at 0 [32, 8, 1] to 0 [32, 8, 1]
+    // becomes
+    ucp.copy [64] from 0 at 0 [1] to 0 [1]
+    ```
+  }];
+  let options = [
+    Option<"scalePower", "scale-power", "int", /*default=*/"1",
+           "the power of the scale the moved tensors carry">,
+  ];
+}
+
 #endif // UCP_DIALECT_UCP_TRANSFORMS_PASSES_TD
