@@ -6,6 +6,10 @@
 #include <cstring>
 #include <thread>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 using namespace ucp;
 
 namespace {
@@ -19,6 +23,35 @@ struct WorkItem {
   int64_t elements = 0;
 };
 
+/// Copies at least this many bytes per work item with streaming stores: the
+/// written data is not read again soon, and bypassing the cache saves the
+/// read-for-ownership of every destination line (what glibc's memcpy does
+/// for large copies).
+constexpr int64_t kStreamingBytes = int64_t(1) << 20;
+
+/// Copies `bytes` bytes with non-temporal stores where the destination
+/// allows (16-byte aligned), plain memcpy for the edges.
+void streamCopy(char *dst, const char *src, int64_t bytes) {
+#if defined(__SSE2__)
+  int64_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
+  if (head >= bytes) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  std::memcpy(dst, src, head);
+  dst += head;
+  src += head;
+  bytes -= head;
+  int64_t vectors = bytes / 16;
+  for (int64_t i = 0; i < vectors; ++i)
+    _mm_stream_si128(reinterpret_cast<__m128i *>(dst) + i,
+                     _mm_loadu_si128(reinterpret_cast<const __m128i *>(src) + i));
+  std::memcpy(dst + vectors * 16, src + vectors * 16, bytes - vectors * 16);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
 /// Copies `count` elements of type T between strided places.
 template <typename T>
 void copyStrided(char *dst, int64_t dstStride, const char *src,
@@ -31,7 +64,7 @@ void copyStrided(char *dst, int64_t dstStride, const char *src,
 /// Copies (or, with no source, zeroes) every innermost run of `shape`.
 void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
                 const StridedView &target, const char *from, char *to,
-                int64_t size, double factor, DType type) {
+                int64_t size, double factor, DType type, bool streaming) {
   if (llvm::is_contained(shape, 0))
     return;
   size_t rank = shape.size();
@@ -55,7 +88,10 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
         for (int64_t i = 0; i < inner; ++i)
           std::memset(dst + i * innerTarget * size, 0, size);
     } else if (contiguous) {
-      std::memcpy(dst, from + s * size, inner * size);
+      if (streaming)
+        streamCopy(dst, from + s * size, inner * size);
+      else
+        std::memcpy(dst, from + s * size, inner * size);
       if (factor != 1.0)
         scaleElements(type, dst, inner, factor);
     } else {
@@ -115,12 +151,21 @@ void ucp::executeOnCpu(const CopyProgram &program,
   });
 
   auto run = [&](const WorkItem &item) {
-    if (item.copy)
-      runStrided(item.copy->shape, &item.copy->source, item.copy->target,
-                 item.source, item.target, size, item.copy->factor, type);
-    else
+    if (item.fill) {
       runStrided(item.fill->shape, nullptr, item.fill->target, nullptr,
-                 item.target, size, 1.0, type);
+                 item.target, size, 1.0, type, false);
+      return;
+    }
+    // A scaled copy reads back what it wrote: keep it in the cache.
+    bool streaming = item.copy->factor == 1.0 &&
+                     item.elements * size >= kStreamingBytes;
+    runStrided(item.copy->shape, &item.copy->source, item.copy->target,
+               item.source, item.target, size, item.copy->factor, type,
+               streaming);
+#if defined(__SSE2__)
+    if (streaming)
+      _mm_sfence(); // Streaming stores are weakly ordered.
+#endif
   };
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
