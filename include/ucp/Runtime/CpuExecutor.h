@@ -2,9 +2,10 @@
 //
 // Runs a copy program over raw buffers with a pool of threads: copies are
 // shared out in order of size; a copy whose innermost dimension is
-// contiguous on both sides moves whole runs with memcpy, anything else goes
-// element by element through a tight strided loop; a factor other than 1
-// is applied to the written elements; fills write zeros.
+// contiguous on both sides moves whole runs (with streaming stores when the
+// copy is large and unscaled, as glibc's memcpy does for large copies),
+// anything else goes element by element through a tight strided loop; a
+// factor other than 1 is applied to the written elements; fills write zeros.
 //
 //===----------------------------------------------------------------------===//
 
