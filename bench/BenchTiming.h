@@ -1,4 +1,5 @@
-//===- BenchTiming.h - Best-of-N wall-clock timing for benchmarks -*- C++ -*-===//
+//===- BenchTiming.h - Best-of-N wall-clock timing for benchmarks -*- C++
+//-*-===//
 
 #ifndef UCP_BENCH_BENCHTIMING_H
 #define UCP_BENCH_BENCHTIMING_H
@@ -9,8 +10,7 @@
 namespace ucp::bench {
 
 /// Returns the best wall-clock time of `repeats` runs of `fn`, in seconds.
-template <typename Fn>
-double timeBest(int repeats, Fn fn) {
+template <typename Fn> double timeBest(int repeats, Fn fn) {
   double best = 1e30;
   for (int i = 0; i < repeats; ++i) {
     auto start = std::chrono::steady_clock::now();

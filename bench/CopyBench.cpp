@@ -87,7 +87,8 @@ std::map<std::string, Workload> &workloads() {
         *buildSplitLayout("w", {65536, 256}, 1, getShardSizes(256, 4)));
     w["column_4KiB"] = extractWorkload(
         *buildSplitLayout("w", {4096, 4096}, 1, getShardSizes(4096, 4)));
-    w["bigcode"] = extractWorkload(buildBigcodeLayout("w", 8192, 4096, 1024, 4));
+    w["bigcode"] =
+        extractWorkload(buildBigcodeLayout("w", 8192, 4096, 1024, 4));
     w["codegen"] = extractWorkload(*buildCodegenLayout("w", 4096, 1024, 4));
     // A 1 GiB map set (f32): 16 MLP-like weights of 64 MiB, half split by
     // rows, half by columns.
@@ -134,9 +135,9 @@ void copySegment(torch::Tensor from, torch::Tensor to, const Segment &s) {
   std::vector<int64_t> shape(s.shape.begin(), s.shape.end());
   to.as_strided(shape, {s.target.strides.begin(), s.target.strides.end()},
                 s.target.offset)
-      .copy_(from.as_strided(
-          shape, {s.source.strides.begin(), s.source.strides.end()},
-          s.source.offset));
+      .copy_(from.as_strided(shape,
+                             {s.source.strides.begin(), s.source.strides.end()},
+                             s.source.offset));
 }
 
 void runTorch(benchmark::State &state, const std::string &name) {
@@ -182,20 +183,33 @@ void runMemcpy(benchmark::State &state, const std::string &name) {
 }
 
 int registerAll() {
-  for (const char *name : {"row_split", "column_256B", "column_4KiB", "bigcode",
-                           "codegen", "reshard_4_to_2_1GiB",
-                           "reshard_2_to_4_1GiB"}) {
+  for (const char *name :
+       {"row_split", "column_256B", "column_4KiB", "bigcode", "codegen",
+        "reshard_4_to_2_1GiB", "reshard_2_to_4_1GiB"}) {
     std::string n = name;
     benchmark::RegisterBenchmark(("memcpy/" + n).c_str(), runMemcpy, n)
-        ->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+        ->Arg(1)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.3)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("ours/" + n).c_str(), runOurs, n)
-        ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+        ->Arg(1)
+        ->Arg(2)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.3)
+        ->UseRealTime();
     benchmark::RegisterBenchmark(("torch/" + n).c_str(), runTorch, n)
-        ->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+        ->Arg(1)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(0.3)
+        ->UseRealTime();
     if (n.rfind("reshard", 0) == 0)
       benchmark::RegisterBenchmark(("torchfull/" + n).c_str(),
                                    runTorchThroughFull, n)
-          ->Arg(1)->Unit(benchmark::kMillisecond)->MinTime(0.3)->UseRealTime();
+          ->Arg(1)
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.3)
+          ->UseRealTime();
   }
   return 0;
 }

@@ -30,8 +30,8 @@ int main() {
                    makeSplitMap("w", {4096, 1024}, 0, splitEvenly(4096, 8))});
   cases.push_back({"column split [1024, 4096] tp8",
                    makeSplitMap("w", {1024, 4096}, 1, splitEvenly(4096, 8))});
-  cases.push_back({"bigcode [6144, 512] tp4",
-                   buildBigcodeLayout("w", 4096, 2048, 512, 4)});
+  cases.push_back(
+      {"bigcode [6144, 512] tp4", buildBigcodeLayout("w", 4096, 2048, 512, 4)});
   cases.push_back({"codegen [3072, 1024] tp4",
                    std::move(*buildCodegenLayout("w", 1024, 1024, 4))});
   std::printf("%-32s %10s %12s %12s %14s\n", "index map", "entries",
@@ -63,7 +63,8 @@ int main() {
                 derive * 1e3 / (entries / 1e6), (long long)pieces);
   }
 
-  std::vector<ParamMap> maps = makeLlamaMapSet(80, 8192, 28672, 1024, 128256, 8);
+  std::vector<ParamMap> maps =
+      makeLlamaMapSet(80, 8192, 28672, 1024, 128256, 8);
   double canonicalize = timeBest(3, [&] {
     for (const ParamMap &map : maps)
       (void)canonicalizeParamMap(map);

@@ -59,7 +59,8 @@ int main(int argc, char **argv) {
               down->name.c_str(), oneAnalytic * 1e6);
   if (!skipWalk) {
     VerifyReport walked;
-    double oneWalk = timeBest(1, [&] { walked = verifyParamMapByWalking(*down); });
+    double oneWalk =
+        timeBest(1, [&] { walked = verifyParamMapByWalking(*down); });
     std::printf("  element walk (reference), same parameter:  %10.3f s "
                 "(%s; %.0fx the analytic time)\n",
                 oneWalk, walked.ok() ? "clean" : "VIOLATIONS",

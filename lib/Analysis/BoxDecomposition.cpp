@@ -73,8 +73,8 @@ int64_t Decomposer::getBufferDimOfStride(int64_t stride) const {
 bool Decomposer::decompose(int64_t offset, int64_t otherOffset,
                            ArrayRef<ViewDim> dims) {
   Extents corner = unravelIndex(offset, extents);
-  MappedBox mapped{{corner, corner}, otherOffset,
-                   Extents(extents.size(), kAnyStride)};
+  MappedBox mapped{
+      {corner, corner}, otherOffset, Extents(extents.size(), kAnyStride)};
   Box &box = mapped.box;
   for (int64_t &h : box.hi)
     h += 1;

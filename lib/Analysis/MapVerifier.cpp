@@ -110,7 +110,8 @@ public:
       return;
     }
     if (differing) {
-      bool sameLocations = piece(*head).locations == piece(*differing).locations;
+      bool sameLocations =
+          piece(*head).locations == piece(*differing).locations;
       violations.add(sameLocations ? ViolationKind::MixedScale
                                    : ViolationKind::MixedLocations,
                      head, differing, std::nullopt, {}, element, count);
@@ -136,9 +137,8 @@ public:
   }
 
   void tooIrregular(PieceRef ref) {
-    violations.add(ViolationKind::TooIrregular, ref, std::nullopt,
-                   std::nullopt, {}, {},
-                   getNumElements(piece(ref).shape).value_or(0));
+    violations.add(ViolationKind::TooIrregular, ref, std::nullopt, std::nullopt,
+                   {}, {}, getNumElements(piece(ref).shape).value_or(0));
   }
 
   /// Fills everything but `cells` from what was classified.
@@ -201,25 +201,24 @@ VerifyReport ucp::verifyParamMap(const ParamMap &map) {
 
   llvm::SmallVector<PieceRef, 8> owners;
   llvm::SmallVector<int64_t, 8> holders;
-  cells += sweepBoxes(boxes, map.logicalShape,
-                      [&](const Box &cell, ArrayRef<unsigned> boxIds) {
-                        owners.clear();
-                        holders.clear();
-                        for (unsigned id : boxIds) {
-                          if (owners.empty() || !(owners.back() == boxOwner[id]))
-                            owners.push_back(boxOwner[id]);
-                          holders.push_back(map.shards[boxOwner[id].shard].rank);
-                        }
-                        llvm::sort(holders);
-                        holders.erase(std::unique(holders.begin(), holders.end()),
-                                      holders.end());
-                        std::optional<PieceRef> head;
-                        if (!owners.empty())
-                          head = owners.front();
-                        classifier.classifyF(head, classifier.findDiffering(owners),
-                                             holders, cell.lo,
-                                             cell.getNumElements());
-                      });
+  cells += sweepBoxes(
+      boxes, map.logicalShape, [&](const Box &cell, ArrayRef<unsigned> boxIds) {
+        owners.clear();
+        holders.clear();
+        for (unsigned id : boxIds) {
+          if (owners.empty() || !(owners.back() == boxOwner[id]))
+            owners.push_back(boxOwner[id]);
+          holders.push_back(map.shards[boxOwner[id].shard].rank);
+        }
+        llvm::sort(holders);
+        holders.erase(std::unique(holders.begin(), holders.end()),
+                      holders.end());
+        std::optional<PieceRef> head;
+        if (!owners.empty())
+          head = owners.front();
+        classifier.classifyF(head, classifier.findDiffering(owners), holders,
+                             cell.lo, cell.getNumElements());
+      });
 
   // Tiling of every shard.
   for (auto [s, shard] : llvm::enumerate(map.shards)) {
@@ -235,14 +234,13 @@ VerifyReport ucp::verifyParamMap(const ParamMap &map) {
       }
       boxOwner.resize(boxes.size(), ref);
     }
-    cells += sweepBoxes(boxes, shard.shape,
-                        [&](const Box &cell, ArrayRef<unsigned> boxIds) {
-                          owners.clear();
-                          for (unsigned id : boxIds)
-                            owners.push_back(boxOwner[id]);
-                          classifier.classifyShard(s, owners, cell.lo,
-                                                   cell.getNumElements());
-                        });
+    cells += sweepBoxes(
+        boxes, shard.shape, [&](const Box &cell, ArrayRef<unsigned> boxIds) {
+          owners.clear();
+          for (unsigned id : boxIds)
+            owners.push_back(boxOwner[id]);
+          classifier.classifyShard(s, owners, cell.lo, cell.getNumElements());
+        });
   }
 
   VerifyReport report = classifier.finish();
@@ -351,37 +349,36 @@ std::string ucp::describeViolation(const ParamMap &map, const Violation &v) {
   std::string firstIs = "; the first is " + formatList(v.firstElement);
   switch (v.kind) {
   case ViolationKind::Uncovered:
-    os << countElements(v.count) << " of F "
-       << (v.count == 1 ? "is" : "are") << " held by no piece (P1)" << firstIs;
+    os << countElements(v.count) << " of F " << (v.count == 1 ? "is" : "are")
+       << " held by no piece (P1)" << firstIs;
     break;
   case ViolationKind::MixedLocations:
     os << pieceName(*v.first) << " (locations "
        << formatList(pieceOf(*v.first).locations) << ") and "
        << pieceName(*v.second) << " (locations "
        << formatList(pieceOf(*v.second).locations) << ") share "
-       << countElements(v.count)
-       << " of F but declare different locations (P5)" << firstIs;
+       << countElements(v.count) << " of F but declare different locations (P5)"
+       << firstIs;
     break;
   case ViolationKind::MixedScale:
     os << pieceName(*v.first) << " (scale "
        << formatScale(pieceOf(*v.first).scale) << ") and "
        << pieceName(*v.second) << " (scale "
        << formatScale(pieceOf(*v.second).scale) << ") share "
-       << countElements(v.count)
-       << " of F but declare different scales (P5)" << firstIs;
+       << countElements(v.count) << " of F but declare different scales (P5)"
+       << firstIs;
     break;
   case ViolationKind::LocationsNotHolders:
     os << pieceName(*v.first) << " declares locations "
        << formatList(pieceOf(*v.first).locations) << " but "
        << countElements(v.count) << " of it in F "
        << (v.count == 1 ? "is" : "are") << " held by ranks "
-       << formatList(v.holders)
-       << " only (P5)" << firstIs;
+       << formatList(v.holders) << " only (P5)" << firstIs;
     break;
   case ViolationKind::ShardHole:
-    os << "rank " << map.shards[*v.shard].rank << ": "
-       << countElements(v.count) << " of the shard "
-       << (v.count == 1 ? "is" : "are") << " written by no piece" << firstIs;
+    os << "rank " << map.shards[*v.shard].rank << ": " << countElements(v.count)
+       << " of the shard " << (v.count == 1 ? "is" : "are")
+       << " written by no piece" << firstIs;
     break;
   case ViolationKind::ShardOverlap:
     if (*v.first == *v.second)

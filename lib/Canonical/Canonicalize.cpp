@@ -59,8 +59,8 @@ llvm::Expected<ParamMap> ucp::canonicalizeParamMap(const ParamMap &map) {
       for (MappedBox &box : mapped)
         blocks.push_back({std::move(box), label});
     }
-    shard.pieces = buildCanonicalPieces(std::move(blocks), labels,
-                                        map.logicalShape);
+    shard.pieces =
+        buildCanonicalPieces(std::move(blocks), labels, map.logicalShape);
   }
   return result;
 }

@@ -53,8 +53,8 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
       checkParamHeader(indexMap.logicalShape, indexMap.worldSize);
   if (!header.empty())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + indexMap.name + "': " +
-                                       header);
+                                   "parameter '" + indexMap.name +
+                                       "': " + header);
   int64_t elements = *getNumElements(indexMap.logicalShape);
 
   // Refuse anything that is not a view, then learn who holds what.
@@ -73,11 +73,11 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
                         std::to_string(shard.index.size()));
     for (auto [k, offset] : llvm::enumerate(shard.index)) {
       if (offset < 0 || offset >= elements)
-        return refuse(indexMap, shard.rank,
-                      "shard element " + formatList(unravelIndex(k, shard.shape)) +
-                          " comes from offset " + std::to_string(offset) +
-                          ", outside F of " + std::to_string(elements) +
-                          " elements");
+        return refuse(
+            indexMap, shard.rank,
+            "shard element " + formatList(unravelIndex(k, shard.shape)) +
+                " comes from offset " + std::to_string(offset) +
+                ", outside F of " + std::to_string(elements) + " elements");
       holders.add(offset, shard.rank);
     }
   }
@@ -96,8 +96,9 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
     // how rows group: a run that happens to continue into the next row in
     // shard order must not pre-empt a better grouping (codegen with
     // single-row units).
-    int64_t rowLength =
-        map.logicalShape.empty() ? 1 : std::max<int64_t>(map.logicalShape.back(), 1);
+    int64_t rowLength = map.logicalShape.empty()
+                            ? 1
+                            : std::max<int64_t>(map.logicalShape.back(), 1);
     LabelTable labels;
     std::vector<FoldBlock> blocks;
     ArrayRef<int64_t> index = indexShard.index;
@@ -110,8 +111,8 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
       int64_t length = end - start;
       llvm::SmallVector<MappedBox> mapped;
       decomposeMappedView({length}, {index[start], {1}},
-                          {static_cast<int64_t>(start), {1}},
-                          map.logicalShape, Repeats::Collapse, mapped);
+                          {static_cast<int64_t>(start), {1}}, map.logicalShape,
+                          Repeats::Collapse, mapped);
       unsigned label = labels.intern(holders.getRanks(set), 1.0);
       for (MappedBox &box : mapped)
         blocks.push_back({std::move(box), label});
@@ -134,8 +135,9 @@ IndexMap ucp::getIndexMap(const ParamMap &map) {
     indexShard.shape = shard.shape;
     indexShard.index.assign(getNumElements(shard.shape).value_or(0), -1);
     for (const Piece &piece : shard.pieces)
-      forEachElement(piece.shape, {piece.source, piece.dest},
-                     [&](ArrayRef<int64_t> at) { indexShard.index[at[1]] = at[0]; });
+      forEachElement(
+          piece.shape, {piece.source, piece.dest},
+          [&](ArrayRef<int64_t> at) { indexShard.index[at[1]] = at[0]; });
   }
   return indexMap;
 }

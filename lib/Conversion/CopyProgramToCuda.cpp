@@ -90,7 +90,8 @@ static void emitElementType(DType type, llvm::raw_ostream &os) {
     os << "  return ucpFloatToHalf(ucpHalfToFloat(bits) * (float)factor);\n";
     break;
   case DType::BF16:
-    os << "  return ucpFloatToBfloat(ucpBfloatToFloat(bits) * (float)factor);\n";
+    os << "  return ucpFloatToBfloat(ucpBfloatToFloat(bits) * "
+          "(float)factor);\n";
     break;
   default:
     os << "  return bits; /* not floating point: never scaled */\n";
@@ -126,7 +127,8 @@ static int64_t emitTable(llvm::StringRef name,
   int64_t begin = 0;
   for (const StridedCopy &copy : copies) {
     const StridedView *source = isFill ? nullptr : &copy.source;
-    bool vector = isVectorizable(copy.shape, source, copy.target, copy.factor, size);
+    bool vector =
+        isVectorizable(copy.shape, source, copy.target, copy.factor, size);
     int64_t perVector = vector ? 16 / size : 1;
     Extents shape = copy.shape;
     if (shape.empty())

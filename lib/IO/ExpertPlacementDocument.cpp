@@ -50,8 +50,7 @@ Expected<ExpertPlacement> ucp::parseExpertPlacement(llvm::StringRef text) {
   placement.epSize = *epSize;
 
   JsonPath ranksPath = path.field("ranks");
-  Expected<const json::Array *> ranks =
-      getArrayAt(**object, "ranks", path);
+  Expected<const json::Array *> ranks = getArrayAt(**object, "ranks", path);
   if (!ranks)
     return ranks.takeError();
   if (static_cast<int64_t>((*ranks)->size()) != placement.epSize)
@@ -62,12 +61,10 @@ Expected<ExpertPlacement> ucp::parseExpertPlacement(llvm::StringRef text) {
   std::vector<bool> seen(placement.epSize, false);
   for (auto [i, entry] : llvm::enumerate(**ranks)) {
     JsonPath entryPath = ranksPath.index(i);
-    Expected<const json::Object *> entryObject = getObject(entry, entryPath);
+    Expected<const json::Object *> entryObject =
+        getObjectWithKeys(entry, {"rank", "experts"}, entryPath);
     if (!entryObject)
       return entryObject.takeError();
-    if (llvm::Error error =
-            checkKeys(**entryObject, {"rank", "experts"}, entryPath))
-      return std::move(error);
     Expected<int64_t> rank = getIntegerAt(**entryObject, "rank", entryPath);
     if (!rank)
       return rank.takeError();
@@ -79,7 +76,8 @@ Expected<ExpertPlacement> ucp::parseExpertPlacement(llvm::StringRef text) {
       return entryPath.field("rank").error("rank " + std::to_string(*rank) +
                                            " is described twice");
     seen[*rank] = true;
-    Expected<Extents> experts = getIntegersAt(**entryObject, "experts", entryPath);
+    Expected<Extents> experts =
+        getIntegersAt(**entryObject, "experts", entryPath);
     if (!experts)
       return experts.takeError();
     placement.experts[*rank].assign(experts->begin(), experts->end());

@@ -11,11 +11,10 @@ namespace json = llvm::json;
 /// Reads one parameter's index map.
 static Expected<IndexMap> readIndexMap(StringRef name, const json::Value &value,
                                        const JsonPath &path) {
-  Expected<const json::Object *> object = getObject(value, path);
+  Expected<const json::Object *> object =
+      getObjectWithKeys(value, {"logical_shape", "ranks"}, path);
   if (!object)
     return object.takeError();
-  if (llvm::Error error = checkKeys(**object, {"logical_shape", "ranks"}, path))
-    return std::move(error);
   IndexMap indexMap;
   indexMap.name = name.str();
   Expected<Extents> shape = getIntegersAt(**object, "logical_shape", path);
@@ -24,8 +23,7 @@ static Expected<IndexMap> readIndexMap(StringRef name, const json::Value &value,
   indexMap.logicalShape = std::move(*shape);
 
   JsonPath ranksPath = path.field("ranks");
-  Expected<const json::Object *> ranks =
-      getObjectAt(**object, "ranks", path);
+  Expected<const json::Object *> ranks = getObjectAt(**object, "ranks", path);
   if (!ranks)
     return ranks.takeError();
   Expected<std::map<int64_t, StringRef>> keyOfRank =
@@ -35,13 +33,10 @@ static Expected<IndexMap> readIndexMap(StringRef name, const json::Value &value,
   indexMap.worldSize = keyOfRank->empty() ? 1 : keyOfRank->rbegin()->first + 1;
   for (auto [rank, key] : *keyOfRank) {
     JsonPath rankPath = ranksPath.field(key);
-    Expected<const json::Object *> rankObject =
-        getObject(*(*ranks)->get(key), rankPath);
+    Expected<const json::Object *> rankObject = getObjectWithKeys(
+        *(*ranks)->get(key), {"shard_shape", "index"}, rankPath);
     if (!rankObject)
       return rankObject.takeError();
-    if (llvm::Error error =
-            checkKeys(**rankObject, {"shard_shape", "index"}, rankPath))
-      return std::move(error);
     IndexShard &shard = indexMap.shards.emplace_back();
     shard.rank = rank;
     Expected<Extents> shardShape =
@@ -62,14 +57,12 @@ Expected<std::vector<IndexMap>> ucp::parseIndexMapDocument(StringRef text) {
   if (!root)
     return root.takeError();
   JsonPath path;
-  Expected<const json::Object *> object = getObject(*root, path);
+  Expected<const json::Object *> object =
+      getObjectWithKeys(*root, {"params"}, path);
   if (!object)
     return object.takeError();
-  if (llvm::Error error = checkKeys(**object, {"params"}, path))
-    return std::move(error);
   JsonPath paramsPath = path.field("params");
-  Expected<const json::Object *> params =
-      getObjectAt(**object, "params", path);
+  Expected<const json::Object *> params = getObjectAt(**object, "params", path);
   if (!params)
     return params.takeError();
   std::vector<IndexMap> maps;

@@ -12,10 +12,9 @@ using llvm::StringRef;
 namespace json = llvm::json;
 
 JsonPath JsonPath::field(StringRef key) const {
-  bool identifier = !key.empty() && !llvm::isDigit(key.front()) &&
-                    llvm::all_of(key, [](char c) {
-                      return llvm::isAlnum(c) || c == '_';
-                    });
+  bool identifier =
+      !key.empty() && !llvm::isDigit(key.front()) &&
+      llvm::all_of(key, [](char c) { return llvm::isAlnum(c) || c == '_'; });
   if (identifier)
     return JsonPath(text + "." + key.str());
   std::string quoted;
@@ -154,6 +153,17 @@ Error ucp::checkKeys(const json::Object &object,
   return Error::success();
 }
 
+Expected<const json::Object *>
+ucp::getObjectWithKeys(const json::Value &value,
+                       llvm::ArrayRef<StringRef> known, const JsonPath &path) {
+  Expected<const json::Object *> object = getObject(value, path);
+  if (!object)
+    return object.takeError();
+  if (Error error = checkKeys(**object, known, path))
+    return std::move(error);
+  return object;
+}
+
 Expected<std::map<int64_t, StringRef>>
 ucp::getRankKeys(const json::Object &ranks, const JsonPath &path) {
   std::map<int64_t, StringRef> keyOfRank;
@@ -168,9 +178,9 @@ ucp::getRankKeys(const json::Object &ranks, const JsonPath &path) {
                                        "\" is negative");
     auto [it, inserted] = keyOfRank.try_emplace(rank, rankKey);
     if (!inserted)
-      return path.field(rankKey).error(
-          "rank " + std::to_string(rank) + " is listed twice, as \"" +
-          it->second + "\" and \"" + rankKey + "\"");
+      return path.field(rankKey).error("rank " + std::to_string(rank) +
+                                       " is listed twice, as \"" + it->second +
+                                       "\" and \"" + rankKey + "\"");
   }
   return keyOfRank;
 }

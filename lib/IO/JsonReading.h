@@ -63,6 +63,10 @@ llvm::Expected<int64_t> getIntegerAt(const llvm::json::Object &object,
 llvm::Expected<Extents> getIntegersAt(const llvm::json::Object &object,
                                       llvm::StringRef key,
                                       const JsonPath &path);
+/// Reads an object whose keys must all be among `known`.
+llvm::Expected<const llvm::json::Object *>
+getObjectWithKeys(const llvm::json::Value &value,
+                  llvm::ArrayRef<llvm::StringRef> known, const JsonPath &path);
 /// Refuses a key of `object` outside `known`.
 llvm::Error checkKeys(const llvm::json::Object &object,
                       llvm::ArrayRef<llvm::StringRef> known,

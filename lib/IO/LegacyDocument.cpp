@@ -61,7 +61,8 @@ Error readCategories(const json::Object &info, const JsonPath &path,
   std::pair<StringRef, std::vector<std::string> *> lists[] = {
       {"tp_replicated_parameter_patterns", &categories.replicated},
       {"parameter_to_average_patterns", &categories.average},
-      {"parameter_with_2_sub_params_cat_dim_0", &categories.twoSubParamsCatDim0},
+      {"parameter_with_2_sub_params_cat_dim_0",
+       &categories.twoSubParamsCatDim0},
       {"parameter_with_row_parallelism_patterns", &categories.rowParallel},
       {"vocabulary_parameter_patterns", &categories.vocabulary},
   };
@@ -95,7 +96,8 @@ Error readCategories(const json::Object &info, const JsonPath &path,
       if (!strings)
         return strings.takeError();
       category.patterns = std::move(*strings);
-      Expected<int64_t> dim = getIntegerAt(**object, "partition_dim", entryPath);
+      Expected<int64_t> dim =
+          getIntegerAt(**object, "partition_dim", entryPath);
       if (!dim)
         return dim.takeError();
       category.partitionDim = *dim;
@@ -149,7 +151,8 @@ Error readCategories(const json::Object &info, const JsonPath &path,
                                  categories.numKvHeads, getInteger))
     return error;
   std::optional<int64_t> grain;
-  if (Error error = readOptional(info, "tp_grain_size", path, grain, getInteger))
+  if (Error error =
+          readOptional(info, "tp_grain_size", path, grain, getInteger))
     return error;
   categories.grainSize = grain.value_or(1);
   return Error::success();
@@ -157,15 +160,13 @@ Error readCategories(const json::Object &info, const JsonPath &path,
 
 Expected<LegacyParam> readParam(StringRef name, const json::Value &value,
                                 const JsonPath &path) {
-  Expected<const json::Object *> object = getObject(value, path);
+  Expected<const json::Object *> object = getObjectWithKeys(
+      value,
+      {"shape", "replicated", "partition_dim", "partition_sizes",
+       "logical_shape", "sub_param_sizes", "sub_param_shard_widths"},
+      path);
   if (!object)
     return object.takeError();
-  if (Error error = checkKeys(**object,
-                              {"shape", "replicated", "partition_dim",
-                               "partition_sizes", "logical_shape",
-                               "sub_param_sizes", "sub_param_shard_widths"},
-                              path))
-    return std::move(error);
   LegacyParam param;
   param.name = name.str();
   Expected<Extents> shape = getIntegersAt(**object, "shape", path);
@@ -216,20 +217,20 @@ Expected<LegacyDocument> ucp::parseLegacyDocument(StringRef text) {
   if (!tp)
     return tp.takeError();
   if (*tp <= 0)
-    return path.field("tp_degree").error("must be positive, got " +
-                                         std::to_string(*tp));
+    return path.field("tp_degree")
+        .error("must be positive, got " + std::to_string(*tp));
   document.tp = *tp;
   if (const json::Value *info = (*object)->get("universal_checkpoint_info")) {
     JsonPath infoPath = path.field("universal_checkpoint_info");
     Expected<const json::Object *> infoObject = getObject(*info, infoPath);
     if (!infoObject)
       return infoObject.takeError();
-    if (Error error = readCategories(**infoObject, infoPath, document.categories))
+    if (Error error =
+            readCategories(**infoObject, infoPath, document.categories))
       return std::move(error);
   }
   JsonPath paramsPath = path.field("params");
-  Expected<const json::Object *> params =
-      getObjectAt(**object, "params", path);
+  Expected<const json::Object *> params = getObjectAt(**object, "params", path);
   if (!params)
     return params.takeError();
   for (const auto &entry : **params) {

@@ -118,8 +118,9 @@ Expected<Piece> DocumentReader::readPiece(const json::Value &value,
   if (!shape)
     return shape.takeError();
   piece.shape = std::move(*shape);
-  for (auto [key, view] : {std::pair<StringRef, StridedView *>{"source", &piece.source},
-                           {"dest", &piece.dest}}) {
+  for (auto [key, view] :
+       {std::pair<StringRef, StridedView *>{"source", &piece.source},
+        {"dest", &piece.dest}}) {
     Expected<const json::Value *> value = getKey(**object, key, path);
     if (!value)
       return value.takeError();
@@ -170,8 +171,7 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
   map.logicalShape = std::move(*shape);
 
   JsonPath ranksPath = path.field("ranks");
-  Expected<const json::Object *> ranks =
-      getObjectAt(**object, "ranks", path);
+  Expected<const json::Object *> ranks = getObjectAt(**object, "ranks", path);
   if (!ranks)
     return ranks.takeError();
 
@@ -186,13 +186,10 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
   map.worldSize = keyOfRank.empty() ? 1 : keyOfRank.rbegin()->first + 1;
   for (auto [rank, rankKey] : keyOfRank) {
     JsonPath rankPath = ranksPath.field(rankKey);
-    Expected<const json::Object *> rankObject =
-        getObject(*(*ranks)->get(rankKey), rankPath);
+    Expected<const json::Object *> rankObject = getObjectWithKeys(
+        *(*ranks)->get(rankKey), {"shard_shape", "pieces"}, rankPath);
     if (!rankObject)
       return rankObject.takeError();
-    if (Error error =
-            checkKeys(**rankObject, {"shard_shape", "pieces"}, rankPath))
-      return std::move(error);
     Shard &shard = map.shards.emplace_back();
     shard.rank = rank;
     Expected<Extents> extents =
@@ -236,8 +233,7 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
   return map;
 }
 
-Expected<std::vector<ParamMap>>
-DocumentReader::read(const json::Value &root) {
+Expected<std::vector<ParamMap>> DocumentReader::read(const json::Value &root) {
   JsonPath path;
   Expected<const json::Object *> object = getObject(root, path);
   if (!object)
@@ -271,8 +267,7 @@ DocumentReader::read(const json::Value &root) {
   }
 
   JsonPath paramsPath = path.field("params");
-  Expected<const json::Object *> params =
-      getObjectAt(**object, "params", path);
+  Expected<const json::Object *> params = getObjectAt(**object, "params", path);
   if (!params)
     return params.takeError();
 
@@ -287,8 +282,8 @@ DocumentReader::read(const json::Value &root) {
     auto [it, inserted] = keyOfName.try_emplace(map->name, key.str());
     if (!inserted)
       return paramsPath.field(key).error("parameter '" + map->name +
-                                         "' is also keyed as \"" +
-                                         it->second + "\"");
+                                         "' is also keyed as \"" + it->second +
+                                         "\"");
     maps.push_back(std::move(*map));
   }
   llvm::sort(maps, [](const ParamMap &a, const ParamMap &b) {
@@ -335,7 +330,8 @@ static void writePiece(const Piece &piece, llvm::raw_ostream &os) {
 static void writeList(json::OStream &j, StringRef key,
                       llvm::ArrayRef<int64_t> values) {
   j.attributeBegin(key);
-  j.rawValue([&](llvm::raw_ostream &os) { os << json::Value(json::Array(values)); });
+  j.rawValue(
+      [&](llvm::raw_ostream &os) { os << json::Value(json::Array(values)); });
   j.attributeEnd();
 }
 

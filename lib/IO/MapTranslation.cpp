@@ -2,13 +2,13 @@
 
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/Analysis/MapVerifier.h"
+#include "ucp/Conversion/CopyProgramToCuda.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
+#include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/IO/IndexMapDocument.h"
 #include "ucp/IO/LegacyDocument.h"
-#include "ucp/Conversion/CopyProgramToCuda.h"
 #include "ucp/IO/MapDocument.h"
 #include "ucp/IO/PlanDocument.h"
-#include "ucp/Dialect/UCP/IR/PlanConversion.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
@@ -47,8 +47,7 @@ OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
   for (const ParamMap &map : *maps) {
     // Each op is located at its JSON path, so that later diagnostics say
     // where in the document the offending piece is.
-    std::string paramPath =
-        "$.params[\"" + getParamPattern(map.name) + "\"]";
+    std::string paramPath = "$.params[\"" + getParamPattern(map.name) + "\"]";
     auto locate = [&](int shard, int piece) -> Location {
       std::string path = paramPath;
       if (shard >= 0)
@@ -163,8 +162,9 @@ static void printMapSummary(llvm::ArrayRef<ParamMap> maps,
 
   os << llvm::left_justify("parameter", nameWidth) << "  "
      << llvm::left_justify("shape", 14) << " world  "
-     << llvm::left_justify("pieces/rank", 18) << llvm::right_justify("elements", 12)
-     << llvm::right_justify("stored", 12) << "  verify\n";
+     << llvm::left_justify("pieces/rank", 18)
+     << llvm::right_justify("elements", 12) << llvm::right_justify("stored", 12)
+     << "  verify\n";
   int64_t pieces = 0, elements = 0, stored = 0, failing = 0;
   for (const ParamMap &map : maps) {
     VerifyReport report = verifyParamMap(map);
@@ -184,9 +184,9 @@ static void printMapSummary(llvm::ArrayRef<ParamMap> maps,
        << llvm::left_justify(perRank, 18)
        << llvm::format_decimal(report.elements, 12)
        << llvm::format_decimal(mapStored, 12) << "  "
-       << (report.ok() ? "ok"
-                       : std::to_string(report.violations.size()) +
-                             " violations")
+       << (report.ok()
+               ? "ok"
+               : std::to_string(report.violations.size()) + " violations")
        << "\n";
   }
   os << "total: " << maps.size() << " parameters, " << pieces << " pieces, "
@@ -319,7 +319,8 @@ void ucp::registerMapTranslations() {
                 if (copy.factor != 1.0)
                   return plan.emitError("plan scales by ")
                          << formatScale(copy.factor) << ", which "
-                         << getSafetensorsName(*type) << " elements cannot take";
+                         << getSafetensorsName(*type)
+                         << " elements cannot take";
           programs.emplace_back(plan.getSymName().str(), std::move(program));
         }
         if (programs.empty())

@@ -8,7 +8,8 @@ using namespace ucp;
 namespace json = llvm::json;
 
 /// Writes `value` on one line as a raw value of `j`.
-static void writeCompact(json::OStream &j, llvm::function_ref<void(json::OStream &)> write) {
+static void writeCompact(json::OStream &j,
+                         llvm::function_ref<void(json::OStream &)> write) {
   j.rawValue([&](llvm::raw_ostream &os) {
     json::OStream line(os);
     write(line);

@@ -65,22 +65,25 @@ SafetensorsReader::open(llvm::StringRef path) {
     std::optional<DType> type =
         dtypeName ? parseSafetensorsName(*dtypeName) : std::nullopt;
     if (!type)
-      return refuse(path, "tensor '" + info.name + "' has an unsupported dtype");
+      return refuse(path,
+                    "tensor '" + info.name + "' has an unsupported dtype");
     info.dtype = *type;
     Expected<Extents> shape = getIntegersAt(**tensor, "shape", tensorPath);
     if (!shape)
       return refuse(path, llvm::toString(shape.takeError()));
     info.shape = std::move(*shape);
-    Expected<Extents> offsets = getIntegersAt(**tensor, "data_offsets", tensorPath);
+    Expected<Extents> offsets =
+        getIntegersAt(**tensor, "data_offsets", tensorPath);
     if (!offsets)
       return refuse(path, llvm::toString(offsets.takeError()));
     std::optional<int64_t> elements = getNumElements(info.shape);
     if (offsets->size() != 2 || !elements || (*offsets)[0] < 0 ||
         (*offsets)[1] > dataSize ||
         (*offsets)[1] - (*offsets)[0] != *elements * getElementSize(info.dtype))
-      return refuse(path, "tensor '" + info.name + "' of shape " +
-                              formatList(info.shape) +
-                              " has data offsets that do not fit it or the file");
+      return refuse(path,
+                    "tensor '" + info.name + "' of shape " +
+                        formatList(info.shape) +
+                        " has data offsets that do not fit it or the file");
     info.begin = (*offsets)[0];
     info.end = (*offsets)[1];
     reader->tensors.push_back(std::move(info));
@@ -98,7 +101,8 @@ const TensorInfo *SafetensorsReader::find(llvm::StringRef name) const {
 }
 
 Expected<std::unique_ptr<SafetensorsWriter>>
-SafetensorsWriter::create(llvm::StringRef path, std::vector<TensorInfo> tensors) {
+SafetensorsWriter::create(llvm::StringRef path,
+                          std::vector<TensorInfo> tensors) {
   auto writer = std::unique_ptr<SafetensorsWriter>(new SafetensorsWriter());
   writer->path = path.str();
   llvm::sort(tensors, [](const TensorInfo &a, const TensorInfo &b) {
@@ -109,7 +113,8 @@ SafetensorsWriter::create(llvm::StringRef path, std::vector<TensorInfo> tensors)
   header["__metadata__"] = json::Object{{"format", "pt"}};
   for (TensorInfo &tensor : tensors) {
     tensor.begin = offset;
-    offset += getNumElements(tensor.shape).value_or(0) * getElementSize(tensor.dtype);
+    offset +=
+        getNumElements(tensor.shape).value_or(0) * getElementSize(tensor.dtype);
     tensor.end = offset;
     header[tensor.name] = json::Object{
         {"dtype", getSafetensorsName(tensor.dtype)},
@@ -128,7 +133,8 @@ SafetensorsWriter::create(llvm::StringRef path, std::vector<TensorInfo> tensors)
 
   llvm::SmallString<256> temporary;
   int fd;
-  if (std::error_code ec = fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temporary))
+  if (std::error_code ec =
+          fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temporary))
     return refuse(path, "cannot create a temporary file: " + ec.message());
   writer->temporaryPath = temporary.str().str();
   fs::file_t file = fs::convertFDToNativeFile(fd);

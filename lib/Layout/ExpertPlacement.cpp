@@ -37,8 +37,8 @@ llvm::Error ucp::validateExpertPlacement(const ExpertPlacement &placement) {
     return refuse("ep_size must be positive, got " +
                   std::to_string(placement.epSize));
   if (static_cast<int64_t>(placement.experts.size()) != placement.epSize)
-    return refuse("ep_size is " + std::to_string(placement.epSize) +
-                  " but " + std::to_string(placement.experts.size()) +
+    return refuse("ep_size is " + std::to_string(placement.epSize) + " but " +
+                  std::to_string(placement.experts.size()) +
                   " ranks are described");
   std::vector<bool> covered(placement.numExperts, false);
   for (auto [rank, experts] : llvm::enumerate(placement.experts)) {

@@ -12,7 +12,8 @@ namespace {
 
 llvm::Error refuse(const LegacyParam &param, const llvm::Twine &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "parameter '" + param.name + "': " + why.str());
+                                 "parameter '" + param.name +
+                                     "': " + why.str());
 }
 
 /// Returns whether `pattern` matches `name` at its start (Python's
@@ -24,7 +25,8 @@ Expected<bool> matches(llvm::StringRef pattern, llvm::StringRef name) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "pattern '" + pattern.str() +
                                        "' is not a regex this reader "
-                                       "understands: " + error);
+                                       "understands: " +
+                                       error);
   return regex.match(name);
 }
 
@@ -43,8 +45,7 @@ findMatch(llvm::ArrayRef<std::string> patterns, llvm::StringRef name) {
 
 /// Lowers AutoTP's per-parameter restore metadata (§4.2).
 Expected<ParamMap> lowerAutoTp(const LegacyParam &param,
-                               const LegacyCategories &categories,
-                               int64_t tp) {
+                               const LegacyCategories &categories, int64_t tp) {
   const AutoTpMeta &meta = param.meta;
   Extents shape = meta.logicalShape.value_or(param.shape);
   SplitRule rule{categories.numKvHeads, categories.grainSize, param.name};
@@ -55,8 +56,8 @@ Expected<ParamMap> lowerAutoTp(const LegacyParam &param,
     if (meta.subParamShardWidths)
       return buildSubParamLayout(param.name, shape, dim,
                                  *meta.subParamShardWidths);
-    return buildSplitSubParamLayout(param.name, shape, dim,
-                                    *meta.subParamSizes, tp, rule);
+    return buildSplitSubParamLayout(param.name, shape, dim, *meta.subParamSizes,
+                                    tp, rule);
   }
   if (dim < 0 || dim >= static_cast<int64_t>(shape.size()))
     return refuse(param, "partition_dim " + std::to_string(dim) +
@@ -97,7 +98,8 @@ Expected<Branch> classify(const LegacyParam &param,
       {&categories.twoSubParamsCatDim0, Branch::TwoSubParams},
   };
   for (auto [patterns, kind] : lists) {
-    Expected<std::optional<std::string>> match = findMatch(*patterns, param.name);
+    Expected<std::optional<std::string>> match =
+        findMatch(*patterns, param.name);
     if (!match)
       return match.takeError();
     if (*match)
@@ -114,7 +116,8 @@ Expected<Branch> classify(const LegacyParam &param,
   for (auto [patterns, kind] :
        {std::pair{&categories.vocabulary, Branch::Vocabulary},
         std::pair{&categories.rowParallel, Branch::RowParallel}}) {
-    Expected<std::optional<std::string>> match = findMatch(*patterns, param.name);
+    Expected<std::optional<std::string>> match =
+        findMatch(*patterns, param.name);
     if (!match)
       return match.takeError();
     if (*match)

@@ -6,9 +6,8 @@ using namespace ucp;
 
 /// Whether DeepSpeed lets `name` split by whole kv heads.
 static bool mayTakeKvBranch(llvm::StringRef name) {
-  for (llvm::StringRef excluded :
-       {"mlp", "lm_head", "embed_out", "gate_proj", "up_proj", "down_proj",
-        "w1", "w2", "w3"}) {
+  for (llvm::StringRef excluded : {"mlp", "lm_head", "embed_out", "gate_proj",
+                                   "up_proj", "down_proj", "w1", "w2", "w3"}) {
     if (name.contains(excluded))
       return false;
   }

@@ -68,13 +68,12 @@ Expected<ParamMap> ucp::buildSplitLayout(llvm::StringRef name,
                                          ArrayRef<int64_t> sizes) {
   if (llvm::Error error = checkDim(name, shape, dim))
     return std::move(error);
-  if (sum(sizes) != shape[dim] || llvm::any_of(sizes, [](int64_t s) {
-        return s < 0;
-      }))
+  if (sum(sizes) != shape[dim] ||
+      llvm::any_of(sizes, [](int64_t s) { return s < 0; }))
     return refuse(name, "partition sizes " + formatList(sizes) +
                             " do not account for the " +
-                            std::to_string(shape[dim]) + " indices of dimension " +
-                            std::to_string(dim));
+                            std::to_string(shape[dim]) +
+                            " indices of dimension " + std::to_string(dim));
   return buildBlockLayout(name, shape, dim, getContiguousRuns(sizes));
 }
 
@@ -110,9 +109,10 @@ Expected<ParamMap> ucp::buildSubParamLayout(llvm::StringRef name,
   return buildBlockLayout(name, shape, dim, runs);
 }
 
-Expected<ParamMap> ucp::buildSplitSubParamLayout(
-    llvm::StringRef name, ArrayRef<int64_t> shape, int64_t dim,
-    ArrayRef<int64_t> subSizes, int64_t tp, const SplitRule &rule) {
+Expected<ParamMap>
+ucp::buildSplitSubParamLayout(llvm::StringRef name, ArrayRef<int64_t> shape,
+                              int64_t dim, ArrayRef<int64_t> subSizes,
+                              int64_t tp, const SplitRule &rule) {
   std::vector<Extents> widths;
   for (int64_t size : subSizes)
     widths.push_back(getShardSizes(size, tp, rule));
@@ -142,9 +142,9 @@ Expected<ParamMap> ucp::buildCodegenLayout(llvm::StringRef name, int64_t hidden,
                                            int64_t cols, int64_t tp,
                                            int64_t mpNum) {
   if (mpNum <= 0 || tp <= 0 || hidden % (mpNum * tp) != 0)
-    return refuse(name, "codegen needs the hidden size " +
-                            std::to_string(hidden) + " divisible by mp_num * tp = " +
-                            std::to_string(mpNum * tp));
+    return refuse(
+        name, "codegen needs the hidden size " + std::to_string(hidden) +
+                  " divisible by mp_num * tp = " + std::to_string(mpNum * tp));
   // F is mp_num blocks of [q|k|v]; unit n = k*tp + j takes, from block k,
   // rows j*u.. of each of q, k and v. Rank r holds units mp_num*r onwards.
   int64_t block = 3 * hidden / mpNum, part = hidden / mpNum;
@@ -180,7 +180,8 @@ Expected<ParamMap> ucp::buildYuanLayout(llvm::StringRef name,
   for (int64_t r = 0; r < tp; ++r) {
     int64_t firstHead = r * perRank / 2;
     for (int64_t shift : {int64_t(0), numHeads / 2})
-      runs[r].push_back({(firstHead + shift) * headSize, perRank / 2 * headSize});
+      runs[r].push_back(
+          {(firstHead + shift) * headSize, perRank / 2 * headSize});
   }
   return buildBlockLayout(name, shape, dim, runs);
 }

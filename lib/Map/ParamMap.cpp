@@ -178,8 +178,8 @@ std::string ucp::checkViews(ArrayRef<int64_t> shape,
   if (std::string e = checkNonNegative(shape, "extent"); !e.empty())
     return e;
   for (const ViewInBuffer &v : views) {
-    if (std::string e = checkNonNegative(v.view->strides,
-                                         std::string(v.side) + " stride");
+    if (std::string e =
+            checkNonNegative(v.view->strides, std::string(v.side) + " stride");
         !e.empty())
       return e;
   }
@@ -210,10 +210,9 @@ std::string ucp::checkPiece(const Piece &piece, ArrayRef<int64_t> logicalShape,
                             int64_t worldSize) {
   int64_t fElements = getNumElements(logicalShape).value_or(0);
   int64_t shardElements = getNumElements(shardShape).value_or(0);
-  if (std::string e = checkViews(piece.shape, {{&piece.source, fElements,
-                                                "source", "F"},
-                                               {&piece.dest, shardElements,
-                                                "dest", "the shard"}});
+  if (std::string e = checkViews(
+          piece.shape, {{&piece.source, fElements, "source", "F"},
+                        {&piece.dest, shardElements, "dest", "the shard"}});
       !e.empty())
     return e;
 

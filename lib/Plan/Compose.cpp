@@ -1,9 +1,9 @@
 //===- Compose.cpp - M_t o M_s^-1 without materialising F -----------------===//
 
 #include "ucp/Plan/Compose.h"
-#include "ucp/Plan/SegmentStacking.h"
 #include "ucp/Analysis/BoxSweep.h"
 #include "ucp/Canonical/Canonicalize.h"
+#include "ucp/Plan/SegmentStacking.h"
 
 using namespace ucp;
 using llvm::ArrayRef;
@@ -84,8 +84,8 @@ TargetShardPlanner::choose(ArrayRef<const SourceBlock *> owners) {
     return *lowest(any);
   case ReplicaPolicy::Local:
   case ReplicaPolicy::Node: {
-    if (const SourceBlock *local = lowest(
-            [&](const SourceBlock &b) { return b.rank == shard.rank; }))
+    if (const SourceBlock *local =
+            lowest([&](const SourceBlock &b) { return b.rank == shard.rank; }))
       return *local;
     if (policy.kind == ReplicaPolicy::Node && policy.ranksPerNode > 0) {
       int64_t node = shard.rank / policy.ranksPerNode;
@@ -178,20 +178,19 @@ void TargetShardPlanner::planPiece(const Piece &piece, const Box &box,
   for (size_t d = 0; d < copyBox.lo.size(); ++d)
     extents.push_back(copyBox.hi[d] - copyBox.lo[d]);
   llvm::SmallVector<const SourceBlock *, 8> cellOwners;
-  sweepBoxes(relative, extents,
-             [&](const Box &cell, ArrayRef<unsigned> ids) {
-               Box absolute = cell;
-               for (size_t d = 0; d < absolute.lo.size(); ++d) {
-                 absolute.lo[d] += copyBox.lo[d];
-                 absolute.hi[d] += copyBox.lo[d];
-               }
-               if (ids.empty())
-                 return addFill(piece, box, absolute);
-               cellOwners.clear();
-               for (unsigned id : ids)
-                 cellOwners.push_back(owners[id]);
-               addCopy(piece, box, absolute, choose(cellOwners));
-             });
+  sweepBoxes(relative, extents, [&](const Box &cell, ArrayRef<unsigned> ids) {
+    Box absolute = cell;
+    for (size_t d = 0; d < absolute.lo.size(); ++d) {
+      absolute.lo[d] += copyBox.lo[d];
+      absolute.hi[d] += copyBox.lo[d];
+    }
+    if (ids.empty())
+      return addFill(piece, box, absolute);
+    cellOwners.clear();
+    for (unsigned id : ids)
+      cellOwners.push_back(owners[id]);
+    addCopy(piece, box, absolute, choose(cellOwners));
+  });
 }
 
 void TargetShardPlanner::finish(TransferPlan &plan) {
@@ -213,9 +212,9 @@ void TargetShardPlanner::finish(TransferPlan &plan) {
     Segment &segment = segments.emplace_back();
     segment.shape = shapeOf(block.mapped.box);
     segment.sourceRank = labels.getLocations(block.label).front();
-    segment.source = {block.mapped.otherOffset,
-                      getCanonicalStrides(block.mapped.box,
-                                          block.mapped.otherStrides)};
+    segment.source = {
+        block.mapped.otherOffset,
+        getCanonicalStrides(block.mapped.box, block.mapped.otherStrides)};
     segment.targetRank = shard.rank;
     segment.target = targetView(block.mapped.box);
     segment.scale = labels.getScale(block.label);
@@ -241,8 +240,8 @@ llvm::Expected<TransferPlan> ucp::composeMaps(const ParamMap &source,
                                               SentElements &sent) {
   auto refuse = [&](const llvm::Twine &why) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + source.name + "': " +
-                                       why.str());
+                                   "parameter '" + source.name +
+                                       "': " + why.str());
   };
   // The rows both sides hold for real: all of F, or [0, V) of a padded
   // vocabulary.
@@ -255,16 +254,17 @@ llvm::Expected<TransferPlan> ucp::composeMaps(const ParamMap &source,
     validRows = target.originalVocabSize;
   }
   bool sameShape = source.logicalShape == target.logicalShape;
-  bool sameRows =
-      validRows && source.logicalShape.size() == target.logicalShape.size() &&
-      !source.logicalShape.empty() &&
-      ArrayRef<int64_t>(source.logicalShape).drop_front() ==
-          ArrayRef<int64_t>(target.logicalShape).drop_front() &&
-      source.logicalShape[0] >= *validRows && target.logicalShape[0] >= *validRows;
+  bool sameRows = validRows &&
+                  source.logicalShape.size() == target.logicalShape.size() &&
+                  !source.logicalShape.empty() &&
+                  ArrayRef<int64_t>(source.logicalShape).drop_front() ==
+                      ArrayRef<int64_t>(target.logicalShape).drop_front() &&
+                  source.logicalShape[0] >= *validRows &&
+                  target.logicalShape[0] >= *validRows;
   if (!sameShape && !sameRows)
-    return refuse("the source's logical shape " +
-                  formatList(source.logicalShape) + " differs from the target's " +
-                  formatList(target.logicalShape));
+    return refuse(
+        "the source's logical shape " + formatList(source.logicalShape) +
+        " differs from the target's " + formatList(target.logicalShape));
 
   llvm::Expected<ParamMap> canonicalSource = canonicalizeParamMap(source);
   if (!canonicalSource)

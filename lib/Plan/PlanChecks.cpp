@@ -1,7 +1,7 @@
 //===- PlanChecks.cpp - Local invariants of transfer plans ----------------===//
 
-#include "ucp/Plan/TransferPlan.h"
 #include "ucp/Analysis/BoxSweep.h"
+#include "ucp/Plan/TransferPlan.h"
 
 #include <cmath>
 
@@ -11,12 +11,12 @@ using llvm::ArrayRef;
 std::string ucp::checkSegment(const Segment &segment,
                               ArrayRef<int64_t> sourceShard,
                               ArrayRef<int64_t> targetShard) {
-  if (std::string e = checkViews(
-          segment.shape,
-          {{&segment.source, getNumElements(sourceShard).value_or(0), "source",
-            "the source shard"},
-           {&segment.target, getNumElements(targetShard).value_or(0), "target",
-            "the target shard"}});
+  if (std::string e =
+          checkViews(segment.shape,
+                     {{&segment.source, getNumElements(sourceShard).value_or(0),
+                       "source", "the source shard"},
+                      {&segment.target, getNumElements(targetShard).value_or(0),
+                       "target", "the target shard"}});
       !e.empty())
     return e;
   if (!std::isfinite(segment.scale) || segment.scale == 0.0)
@@ -26,9 +26,9 @@ std::string ucp::checkSegment(const Segment &segment,
 }
 
 std::string ucp::checkFill(const Fill &fill, ArrayRef<int64_t> targetShard) {
-  return checkViews(fill.shape, {{&fill.target,
-                                  getNumElements(targetShard).value_or(0),
-                                  "target", "the target shard"}});
+  return checkViews(fill.shape,
+                    {{&fill.target, getNumElements(targetShard).value_or(0),
+                      "target", "the target shard"}});
 }
 
 std::string ucp::checkTargetTiling(const TransferPlan &plan, int64_t rank) {

@@ -1,8 +1,8 @@
 //===- ReplicaCheck.cpp - P2: replicas hold identical data ----------------===//
 
-#include "ucp/Run/Transfer.h"
 #include "ucp/Analysis/BoxSweep.h"
 #include "ucp/Canonical/Canonicalize.h"
+#include "ucp/Run/Transfer.h"
 
 #include <cstring>
 

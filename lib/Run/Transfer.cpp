@@ -35,7 +35,8 @@ TransferSide ucp::getShardSide(std::vector<ParamMap> maps,
     world = std::max(world, map.worldSize);
   for (int64_t rank = 0; rank < world; ++rank) {
     llvm::SmallString<256> path(dir);
-    llvm::sys::path::append(path, "rank_" + std::to_string(rank) + ".safetensors");
+    llvm::sys::path::append(path,
+                            "rank_" + std::to_string(rank) + ".safetensors");
     side.files[rank] = path.str().str();
   }
   side.maps = std::move(maps);
@@ -104,8 +105,8 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
                       job.source->name + "' of the map is not in the file");
       int64_t elements = getNumElements(shard.shape).value_or(0);
       if (getNumElements(tensor->shape).value_or(-1) != elements)
-        return refuse(reader->second->getPath() + ": tensor '" +
-                      tensor->name + "' has shape " + formatList(tensor->shape) +
+        return refuse(reader->second->getPath() + ": tensor '" + tensor->name +
+                      "' has shape " + formatList(tensor->shape) +
                       " but the map's shard of rank " +
                       std::to_string(shard.rank) + " is " +
                       formatList(shard.shape));
@@ -196,14 +197,14 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       buffers.sources[shard.rank] = sourceData[shard.rank];
     }
     if (options.checkReplicas)
-      if (llvm::Error error = checkReplicas(*job.source, sourceData,
-                                            getElementSize(job.dtype)))
+      if (llvm::Error error =
+              checkReplicas(*job.source, sourceData, getElementSize(job.dtype)))
         return std::move(error);
     for (const Shard &shard : job.target->shards) {
       buffers.targets[shard.rank] =
           writers.at(shard.rank)->getData(job.target->name);
-      stats.bytesWritten += getNumElements(shard.shape).value_or(0) *
-                            getElementSize(job.dtype);
+      stats.bytesWritten +=
+          getNumElements(shard.shape).value_or(0) * getElementSize(job.dtype);
     }
     if (options.device == TransferOptions::Device::Cuda) {
       if (llvm::Error error =
@@ -222,8 +223,8 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   for (auto &[rank, writer] : writers)
     if (llvm::Error error = writer->commit())
       return std::move(error);
-  stats.seconds = std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - start)
-                      .count();
+  stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   return stats;
 }

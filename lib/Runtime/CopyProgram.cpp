@@ -18,7 +18,8 @@ static void appendSplit(const StridedCopy &copy,
   }
   int64_t outer = copy.shape.front();
   int64_t perIndex = elements / outer;
-  int64_t step = std::max<int64_t>(1, kMaxCopyElements / std::max<int64_t>(perIndex, 1));
+  int64_t step =
+      std::max<int64_t>(1, kMaxCopyElements / std::max<int64_t>(perIndex, 1));
   for (int64_t begin = 0; begin < outer; begin += step) {
     StridedCopy part = copy;
     part.shape.front() = std::min(step, outer - begin);
@@ -70,12 +71,13 @@ TransferPlan ucp::getExecutablePlan(const TransferPlan &plan, int scalePower) {
   executable.segments.clear();
   for (const BufferPairCopies &pair : program.pairs)
     for (const StridedCopy &copy : pair.copies)
-      executable.segments.push_back({copy.shape, pair.sourceBuffer,
-                                     copy.source, pair.targetBuffer,
-                                     copy.target, copy.factor});
-  llvm::stable_sort(executable.segments, [](const Segment &a, const Segment &b) {
-    return a.targetRank < b.targetRank;
-  });
+      executable.segments.push_back({copy.shape, pair.sourceBuffer, copy.source,
+                                     pair.targetBuffer, copy.target,
+                                     copy.factor});
+  llvm::stable_sort(executable.segments,
+                    [](const Segment &a, const Segment &b) {
+                      return a.targetRank < b.targetRank;
+                    });
   return executable;
 }
 

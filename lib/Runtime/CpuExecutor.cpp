@@ -44,8 +44,9 @@ void streamCopy(char *dst, const char *src, int64_t bytes) {
   bytes -= head;
   int64_t vectors = bytes / 16;
   for (int64_t i = 0; i < vectors; ++i)
-    _mm_stream_si128(reinterpret_cast<__m128i *>(dst) + i,
-                     _mm_loadu_si128(reinterpret_cast<const __m128i *>(src) + i));
+    _mm_stream_si128(
+        reinterpret_cast<__m128i *>(dst) + i,
+        _mm_loadu_si128(reinterpret_cast<const __m128i *>(src) + i));
   std::memcpy(dst + vectors * 16, src + vectors * 16, bytes - vectors * 16);
 #else
   std::memcpy(dst, src, bytes);
@@ -157,8 +158,8 @@ void ucp::executeOnCpu(const CopyProgram &program,
       return;
     }
     // A scaled copy reads back what it wrote: keep it in the cache.
-    bool streaming = item.copy->factor == 1.0 &&
-                     item.elements * size >= kStreamingBytes;
+    bool streaming =
+        item.copy->factor == 1.0 && item.elements * size >= kStreamingBytes;
     runStrided(item.copy->shape, &item.copy->source, item.copy->target,
                item.source, item.target, size, item.copy->factor, type,
                streaming);

@@ -25,8 +25,7 @@ void *openLibrary(std::initializer_list<const char *> names) {
   return nullptr;
 }
 
-template <typename Fn>
-bool resolve(void *library, const char *name, Fn &fn) {
+template <typename Fn> bool resolve(void *library, const char *name, Fn &fn) {
   fn = reinterpret_cast<Fn>(dlsym(library, name));
   return fn != nullptr;
 }
@@ -44,9 +43,9 @@ struct Nvrtc {
   int (*destroyProgram)(Program *);
 
   static llvm::Expected<Nvrtc> load() {
-    void *library = openLibrary({"libnvrtc.so", "libnvrtc.so.13",
-                                 "libnvrtc.so.12",
-                                 "/usr/local/cuda/lib64/libnvrtc.so"});
+    void *library =
+        openLibrary({"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                     "/usr/local/cuda/lib64/libnvrtc.so"});
     if (!library)
       return refuse("NVRTC (libnvrtc.so) is not installed; it compiles the "
                     "generated kernels at run time");
@@ -104,7 +103,8 @@ struct Driver {
         !resolve(library, "cuDeviceGet", d.deviceGet) ||
         !resolve(library, "cuDeviceGetAttribute", d.deviceGetAttribute) ||
         !resolve(library, "cuDevicePrimaryCtxRetain", d.primaryCtxRetain) ||
-        !resolve(library, "cuDevicePrimaryCtxRelease_v2", d.primaryCtxRelease) ||
+        !resolve(library, "cuDevicePrimaryCtxRelease_v2",
+                 d.primaryCtxRelease) ||
         !resolve(library, "cuCtxSetCurrent", d.ctxSetCurrent) ||
         !resolve(library, "cuModuleLoadData", d.moduleLoadData) ||
         !resolve(library, "cuModuleUnload", d.moduleUnload) ||
@@ -227,10 +227,10 @@ llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
     if (llvm::Error e = check(d.memAlloc(&sources[rank], elements * size),
                               "cannot allocate GPU memory"))
       return e;
-    if (llvm::Error e = check(d.memcpyHtoD(sources[rank],
-                                           buffers.sources.at(rank),
-                                           elements * size),
-                              "cannot copy a source shard to the GPU"))
+    if (llvm::Error e =
+            check(d.memcpyHtoD(sources[rank], buffers.sources.at(rank),
+                               elements * size),
+                  "cannot copy a source shard to the GPU"))
       return e;
   }
   for (const auto &[rank, elements] : program.targetElements) {
@@ -255,20 +255,20 @@ llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
     void *fillArgs[] = {&target};
     unsigned blocks = static_cast<unsigned>(
         std::min<int64_t>((launch.units + 255) / 256, 65535));
-    if (llvm::Error e = check(
-            d.launchKernel(function, blocks, 1, 1, 256, 1, 1, 0, nullptr,
-                           launch.sourceBuffer >= 0 ? copyArgs : fillArgs,
-                           nullptr),
-            "a kernel launch failed"))
+    if (llvm::Error e =
+            check(d.launchKernel(function, blocks, 1, 1, 256, 1, 1, 0, nullptr,
+                                 launch.sourceBuffer >= 0 ? copyArgs : fillArgs,
+                                 nullptr),
+                  "a kernel launch failed"))
       return e;
   }
   if (llvm::Error e = check(d.ctxSynchronize(), "the kernels failed"))
     return e;
   for (const auto &[rank, pointer] : targets)
-    if (llvm::Error e = check(
-            d.memcpyDtoH(buffers.targets.at(rank), pointer,
-                         program.targetElements.at(rank) * size),
-            "cannot copy a target shard back from the GPU"))
+    if (llvm::Error e =
+            check(d.memcpyDtoH(buffers.targets.at(rank), pointer,
+                               program.targetElements.at(rank) * size),
+                  "cannot copy a target shard back from the GPU"))
       return e;
   release();
   return llvm::Error::success();

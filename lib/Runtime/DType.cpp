@@ -36,41 +36,65 @@ int64_t ucp::getElementSize(DType type) {
 
 llvm::StringRef ucp::getSafetensorsName(DType type) {
   switch (type) {
-  case DType::F64: return "F64";
-  case DType::F32: return "F32";
-  case DType::F16: return "F16";
-  case DType::BF16: return "BF16";
-  case DType::F8E4M3: return "F8_E4M3";
-  case DType::F8E5M2: return "F8_E5M2";
-  case DType::I64: return "I64";
-  case DType::I32: return "I32";
-  case DType::I16: return "I16";
-  case DType::I8: return "I8";
-  case DType::U8: return "U8";
-  case DType::Bool: return "BOOL";
+  case DType::F64:
+    return "F64";
+  case DType::F32:
+    return "F32";
+  case DType::F16:
+    return "F16";
+  case DType::BF16:
+    return "BF16";
+  case DType::F8E4M3:
+    return "F8_E4M3";
+  case DType::F8E5M2:
+    return "F8_E5M2";
+  case DType::I64:
+    return "I64";
+  case DType::I32:
+    return "I32";
+  case DType::I16:
+    return "I16";
+  case DType::I8:
+    return "I8";
+  case DType::U8:
+    return "U8";
+  case DType::Bool:
+    return "BOOL";
   }
   llvm_unreachable("unknown dtype");
 }
 
 std::optional<DType> ucp::parseSafetensorsName(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<DType>>(name)
-      .Case("F64", DType::F64).Case("F32", DType::F32)
-      .Case("F16", DType::F16).Case("BF16", DType::BF16)
-      .Case("F8_E4M3", DType::F8E4M3).Case("F8_E5M2", DType::F8E5M2)
-      .Case("I64", DType::I64).Case("I32", DType::I32)
-      .Case("I16", DType::I16).Case("I8", DType::I8)
-      .Case("U8", DType::U8).Case("BOOL", DType::Bool)
+      .Case("F64", DType::F64)
+      .Case("F32", DType::F32)
+      .Case("F16", DType::F16)
+      .Case("BF16", DType::BF16)
+      .Case("F8_E4M3", DType::F8E4M3)
+      .Case("F8_E5M2", DType::F8E5M2)
+      .Case("I64", DType::I64)
+      .Case("I32", DType::I32)
+      .Case("I16", DType::I16)
+      .Case("I8", DType::I8)
+      .Case("U8", DType::U8)
+      .Case("BOOL", DType::Bool)
       .Default(std::nullopt);
 }
 
 std::optional<DType> ucp::parseDTypeName(llvm::StringRef name) {
   return llvm::StringSwitch<std::optional<DType>>(name.lower())
-      .Case("f64", DType::F64).Case("f32", DType::F32)
-      .Case("f16", DType::F16).Case("bf16", DType::BF16)
-      .Case("f8e4m3", DType::F8E4M3).Case("f8e5m2", DType::F8E5M2)
-      .Case("i64", DType::I64).Case("i32", DType::I32)
-      .Case("i16", DType::I16).Case("i8", DType::I8)
-      .Case("u8", DType::U8).Case("bool", DType::Bool)
+      .Case("f64", DType::F64)
+      .Case("f32", DType::F32)
+      .Case("f16", DType::F16)
+      .Case("bf16", DType::BF16)
+      .Case("f8e4m3", DType::F8E4M3)
+      .Case("f8e5m2", DType::F8E5M2)
+      .Case("i64", DType::I64)
+      .Case("i32", DType::I32)
+      .Case("i16", DType::I16)
+      .Case("i8", DType::I8)
+      .Case("u8", DType::U8)
+      .Case("bool", DType::Bool)
       .Default(std::nullopt);
 }
 

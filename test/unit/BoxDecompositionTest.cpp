@@ -5,8 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <map>
-#include <set>
 #include <random>
+#include <set>
 
 using namespace ucp;
 
@@ -53,8 +53,8 @@ std::vector<int> countByBoxes(llvm::ArrayRef<Box> boxes,
 TEST(BoxDecomposition, RowMajorBoxIsOneBox) {
   llvm::SmallVector<Box> boxes;
   // Rank 1 of a column split of [8, 32] at world 2.
-  ASSERT_TRUE(decomposeView({8, 16}, {16, {32, 1}}, {8, 32}, Repeats::Collapse,
-                            boxes));
+  ASSERT_TRUE(
+      decomposeView({8, 16}, {16, {32, 1}}, {8, 32}, Repeats::Collapse, boxes));
   ASSERT_EQ(boxes.size(), 1u);
   EXPECT_EQ(boxes[0].lo, (Extents{0, 16}));
   EXPECT_EQ(boxes[0].hi, (Extents{8, 32}));
@@ -63,8 +63,8 @@ TEST(BoxDecomposition, RowMajorBoxIsOneBox) {
 TEST(BoxDecomposition, FlatRangeAcrossRowsSplitsIntoHeadMiddleTail) {
   llvm::SmallVector<Box> boxes;
   // Elements 5..5+40 of a [4, 6, 8] tensor, read as one flat run.
-  ASSERT_TRUE(decomposeView({40}, {5, {1}}, {4, 6, 8}, Repeats::Collapse,
-                            boxes));
+  ASSERT_TRUE(
+      decomposeView({40}, {5, {1}}, {4, 6, 8}, Repeats::Collapse, boxes));
   EXPECT_LE(boxes.size(), 5u);
   EXPECT_EQ(countByBoxes(boxes, {4, 6, 8}),
             countByWalking({40}, {5, {1}}, {4, 6, 8}));
@@ -82,8 +82,8 @@ TEST(BoxDecomposition, BoxCountDoesNotGrowWithExtents) {
 
 TEST(BoxDecomposition, StrideZeroRepeatsCountTwiceWhenKept) {
   llvm::SmallVector<Box> collapsed, kept;
-  ASSERT_TRUE(decomposeView({3, 4}, {0, {0, 1}}, {4}, Repeats::Collapse,
-                            collapsed));
+  ASSERT_TRUE(
+      decomposeView({3, 4}, {0, {0, 1}}, {4}, Repeats::Collapse, collapsed));
   ASSERT_TRUE(decomposeView({3, 4}, {0, {0, 1}}, {4}, Repeats::Keep, kept));
   EXPECT_EQ(collapsed.size(), 1u);
   EXPECT_EQ(kept.size(), 2u);
@@ -91,7 +91,8 @@ TEST(BoxDecomposition, StrideZeroRepeatsCountTwiceWhenKept) {
 
 TEST(BoxDecomposition, EmptyViewHasNoBoxes) {
   llvm::SmallVector<Box> boxes;
-  ASSERT_TRUE(decomposeView({0, 8}, {64, {8, 1}}, {8, 8}, Repeats::Keep, boxes));
+  ASSERT_TRUE(
+      decomposeView({0, 8}, {64, {8, 1}}, {8, 8}, Repeats::Keep, boxes));
   EXPECT_TRUE(boxes.empty());
 }
 
@@ -122,9 +123,9 @@ TEST(BoxDecomposition, RandomViewsMatchEnumeration) {
     for (int64_t d = 0, rank = uniform(0, 4); d < rank; ++d) {
       shape.push_back(uniform(1, 4));
       // Mostly the buffer's own strides, sometimes anything.
-      view.strides.push_back(uniform(0, 2) ? bufferStrides[uniform(
-                                                 0, buffer.size() - 1)]
-                                           : uniform(0, 7));
+      view.strides.push_back(uniform(0, 2)
+                                 ? bufferStrides[uniform(0, buffer.size() - 1)]
+                                 : uniform(0, 7));
     }
     std::optional<int64_t> last = getLastOffset(shape, {0, view.strides});
     if (!last || *last >= bufferElements)
@@ -163,9 +164,9 @@ TEST(BoxDecomposition, MappedBoxesPlaceEveryElement) {
     StridedView view, other;
     for (int64_t d = 0, rank = uniform(0, 4); d < rank; ++d) {
       shape.push_back(uniform(1, 4));
-      view.strides.push_back(uniform(0, 2) ? bufferStrides[uniform(
-                                                 0, buffer.size() - 1)]
-                                           : uniform(0, 7));
+      view.strides.push_back(uniform(0, 2)
+                                 ? bufferStrides[uniform(0, buffer.size() - 1)]
+                                 : uniform(0, 7));
       other.strides.push_back(uniform(0, 9));
     }
     std::optional<int64_t> last = getLastOffset(shape, {0, view.strides});

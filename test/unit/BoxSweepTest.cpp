@@ -38,28 +38,29 @@ TEST(BoxSweep, CellsPartitionTheBufferWithExactOwners) {
     }
     int64_t elements = *getNumElements(extents);
     std::vector<int> seen(elements, 0);
-    int64_t cells = sweepBoxes(boxes, extents, [&](const Box &cell,
-                                                   llvm::ArrayRef<unsigned> owners) {
-      ASSERT_TRUE(llvm::is_sorted(owners));
-      Extents cellExtents;
-      for (size_t d = 0; d < extents.size(); ++d)
-        cellExtents.push_back(cell.hi[d] - cell.lo[d]);
-      Extents strides = getRowMajorStrides(extents);
-      for (int64_t flat = 0; flat < cell.getNumElements(); ++flat) {
-        Extents index = unravelIndex(flat, cellExtents);
-        int64_t offset = 0;
-        for (size_t d = 0; d < index.size(); ++d) {
-          index[d] += cell.lo[d];
-          offset += index[d] * strides[d];
-        }
-        ++seen[offset];
-        std::vector<unsigned> expected;
-        for (unsigned i = 0; i < boxes.size(); ++i)
-          if (contains(boxes[i], index))
-            expected.push_back(i);
-        ASSERT_EQ(std::vector<unsigned>(owners.begin(), owners.end()), expected);
-      }
-    });
+    int64_t cells = sweepBoxes(
+        boxes, extents, [&](const Box &cell, llvm::ArrayRef<unsigned> owners) {
+          ASSERT_TRUE(llvm::is_sorted(owners));
+          Extents cellExtents;
+          for (size_t d = 0; d < extents.size(); ++d)
+            cellExtents.push_back(cell.hi[d] - cell.lo[d]);
+          Extents strides = getRowMajorStrides(extents);
+          for (int64_t flat = 0; flat < cell.getNumElements(); ++flat) {
+            Extents index = unravelIndex(flat, cellExtents);
+            int64_t offset = 0;
+            for (size_t d = 0; d < index.size(); ++d) {
+              index[d] += cell.lo[d];
+              offset += index[d] * strides[d];
+            }
+            ++seen[offset];
+            std::vector<unsigned> expected;
+            for (unsigned i = 0; i < boxes.size(); ++i)
+              if (contains(boxes[i], index))
+                expected.push_back(i);
+            ASSERT_EQ(std::vector<unsigned>(owners.begin(), owners.end()),
+                      expected);
+          }
+        });
     EXPECT_GT(cells, 0);
     for (int64_t e = 0; e < elements; ++e)
       ASSERT_EQ(seen[e], 1) << "element " << e << " iteration " << iteration;

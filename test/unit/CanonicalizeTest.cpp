@@ -7,9 +7,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ucp/Canonical/Canonicalize.h"
 #include "RandomMaps.h"
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/Canonical/Canonicalize.h"
 #include "ucp/Canonical/IndexMapDerivation.h"
 #include "ucp/IO/MapDocument.h"
 
@@ -55,10 +55,9 @@ void expectCanonicalForm(const ParamMap &map) {
 void expectSameMaps(const ParamMap &a, const ParamMap &b) {
   ASSERT_EQ(a.shards.size(), b.shards.size());
   for (size_t s = 0; s < a.shards.size(); ++s)
-    EXPECT_EQ(a.shards[s].pieces, b.shards[s].pieces)
-        << "shard " << s << "\\n"
-        << describe(a) << "vs\\n"
-        << describe(b);
+    EXPECT_EQ(a.shards[s].pieces, b.shards[s].pieces) << "shard " << s << "\\n"
+                                                      << describe(a) << "vs\\n"
+                                                      << describe(b);
 }
 
 TEST(Canonicalize, RandomMapsKeepEveryElementInPlace) {
@@ -86,9 +85,9 @@ TEST(Canonicalize, RandomMapsKeepEveryElementInPlace) {
 }
 
 /// Random layout -> index map -> derive -> verify -> canonicalize (a
-/// fixpoint) -> JSON round trip: all agree on where every element goes. (Their pieces may group an
-/// ambiguous progression differently: rows at shard rows 24, 48, 60, 72 are
-/// two progressions either way.)
+/// fixpoint) -> JSON round trip: all agree on where every element goes. (Their
+/// pieces may group an ambiguous progression differently: rows at shard rows
+/// 24, 48, 60, 72 are two progressions either way.)
 TEST(Canonicalize, DerivationFromIndexMapsAgreesWithCanonicalization) {
   std::mt19937_64 rng(22);
   for (int i = 0; i < 2000; ++i) {
@@ -98,7 +97,8 @@ TEST(Canonicalize, DerivationFromIndexMapsAgreesWithCanonicalization) {
       for (Piece &piece : shard.pieces)
         piece.scale = 1.0;
     llvm::Expected<ParamMap> derived = deriveParamMap(getIndexMap(map));
-    ASSERT_TRUE(static_cast<bool>(derived)) << llvm::toString(derived.takeError());
+    ASSERT_TRUE(static_cast<bool>(derived))
+        << llvm::toString(derived.takeError());
     expectCanonicalForm(*derived);
     EXPECT_TRUE(verifyParamMap(*derived).ok()) << describe(*derived);
     std::vector<double> full =
@@ -115,7 +115,8 @@ TEST(Canonicalize, DerivationFromIndexMapsAgreesWithCanonicalization) {
     llvm::raw_string_ostream os(text);
     writeMapDocument({*derived}, os);
     llvm::Expected<std::vector<ParamMap>> parsed = parseMapDocument(text);
-    ASSERT_TRUE(static_cast<bool>(parsed)) << llvm::toString(parsed.takeError());
+    ASSERT_TRUE(static_cast<bool>(parsed))
+        << llvm::toString(parsed.takeError());
     for (const Shard &shard : derived->shards)
       EXPECT_EQ((*parsed)[0].shards[shard.rank].pieces, shard.pieces);
     if (HasFailure())
@@ -124,7 +125,8 @@ TEST(Canonicalize, DerivationFromIndexMapsAgreesWithCanonicalization) {
 }
 
 TEST(Canonicalize, RefusesIndexMapsThatAreNotViews) {
-  IndexMap indexMap{"w", {2, 4}, 2, {{0, {4}, {0, 1, 2, 3}}, {1, {4}, {4, 5, 6}}}};
+  IndexMap indexMap{
+      "w", {2, 4}, 2, {{0, {4}, {0, 1, 2, 3}}, {1, {4}, {4, 5, 6}}}};
   llvm::Expected<ParamMap> shortIndex = deriveParamMap(indexMap);
   ASSERT_FALSE(static_cast<bool>(shortIndex));
   EXPECT_EQ(llvm::toString(shortIndex.takeError()),
@@ -139,8 +141,8 @@ TEST(Canonicalize, RefusesIndexMapsThatAreNotViews) {
 }
 
 TEST(Canonicalize, ReplicationIsInferredFromSharedOffsets) {
-  IndexMap indexMap{"w", {4}, 3,
-                    {{0, {3}, {0, 1, 2}}, {1, {2}, {2, 3}}, {2, {0}, {}}}};
+  IndexMap indexMap{
+      "w", {4}, 3, {{0, {3}, {0, 1, 2}}, {1, {2}, {2, 3}}, {2, {0}, {}}}};
   llvm::Expected<ParamMap> map = deriveParamMap(indexMap);
   ASSERT_TRUE(static_cast<bool>(map));
   ASSERT_EQ(map->shards[0].pieces.size(), 2u);

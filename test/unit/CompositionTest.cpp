@@ -26,8 +26,8 @@ namespace {
 constexpr double kFill = -7.0;
 
 /// Shards of `map` extracted from `full`, by rank.
-std::map<int64_t, std::vector<double>> shardsByRank(const ParamMap &map,
-                                                    llvm::ArrayRef<double> full) {
+std::map<int64_t, std::vector<double>>
+shardsByRank(const ParamMap &map, llvm::ArrayRef<double> full) {
   std::vector<std::vector<double>> shards = extractShards(map, full);
   std::map<int64_t, std::vector<double>> byRank;
   for (size_t i = 0; i < shards.size(); ++i)
@@ -71,8 +71,9 @@ TransferPlan checkPlan(const ParamMap &source, const ParamMap &target,
     if (getNumElements(shape).value_or(0) > 0)
       EXPECT_EQ(checkTargetTiling(*plan, rank), "");
 
-  std::optional<int64_t> valid =
-      source.originalVocabSize ? source.originalVocabSize : target.originalVocabSize;
+  std::optional<int64_t> valid = source.originalVocabSize
+                                     ? source.originalVocabSize
+                                     : target.originalVocabSize;
   int64_t rowSize = 1;
   for (size_t d = 1; d < source.logicalShape.size(); ++d)
     rowSize *= source.logicalShape[d];
@@ -239,11 +240,15 @@ TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
     return reader;
   };
   using Readers = std::map<int64_t, int64_t>;
-  EXPECT_EQ(readerOf({ReplicaPolicy::Lowest}), (Readers{{0, 1}, {1, 1}, {2, 1}, {3, 1}}));
-  EXPECT_EQ(readerOf({ReplicaPolicy::Local}), (Readers{{0, 1}, {1, 1}, {2, 2}, {3, 1}}));
+  EXPECT_EQ(readerOf({ReplicaPolicy::Lowest}),
+            (Readers{{0, 1}, {1, 1}, {2, 1}, {3, 1}}));
+  EXPECT_EQ(readerOf({ReplicaPolicy::Local}),
+            (Readers{{0, 1}, {1, 1}, {2, 2}, {3, 1}}));
   // Two ranks per node: target rank 3 shares node 1 with source rank 2.
-  EXPECT_EQ(readerOf({ReplicaPolicy::Node, 2}), (Readers{{0, 1}, {1, 1}, {2, 2}, {3, 2}}));
-  EXPECT_EQ(readerOf({ReplicaPolicy::Balance}), (Readers{{0, 1}, {1, 2}, {2, 1}, {3, 2}}));
+  EXPECT_EQ(readerOf({ReplicaPolicy::Node, 2}),
+            (Readers{{0, 1}, {1, 1}, {2, 2}, {3, 2}}));
+  EXPECT_EQ(readerOf({ReplicaPolicy::Balance}),
+            (Readers{{0, 1}, {1, 2}, {2, 1}, {3, 2}}));
 }
 
 TEST(Composition, MismatchedShapesAreRefused) {

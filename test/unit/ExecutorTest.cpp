@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "RandomMaps.h"
-#include "ucp/Plan/Compose.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CpuExecutor.h"
 
 #include <gtest/gtest.h>
@@ -31,10 +31,11 @@ std::map<int64_t, Bytes> referenceRun(const TransferPlan &plan,
   for (const auto &[rank, shape] : plan.targetShards)
     targets[rank].assign(getNumElements(shape).value_or(0) * size, 0xAB);
   for (const Segment &s : plan.segments)
-    forEachElement(s.shape, {s.source, s.target}, [&](llvm::ArrayRef<int64_t> at) {
-      std::memcpy(&targets[s.targetRank][at[1] * size],
-                  &sources.at(s.sourceRank)[at[0] * size], size);
-    });
+    forEachElement(s.shape, {s.source, s.target},
+                   [&](llvm::ArrayRef<int64_t> at) {
+                     std::memcpy(&targets[s.targetRank][at[1] * size],
+                                 &sources.at(s.sourceRank)[at[0] * size], size);
+                   });
   for (const Fill &f : plan.fills)
     forEachElement(f.shape, {f.target}, [&](llvm::ArrayRef<int64_t> at) {
       std::memset(&targets[f.rank][at[0] * size], 0, size);
@@ -63,9 +64,9 @@ std::map<int64_t, Bytes> executeWithCpu(const TransferPlan &plan,
 /// random world sizes), against the element-by-element reference.
 TEST(CpuExecutor, RandomPlansMatchTheReferenceForEveryDType) {
   std::mt19937_64 rng(41);
-  const DType types[] = {DType::F64,    DType::F32, DType::F16, DType::BF16,
+  const DType types[] = {DType::F64,    DType::F32,    DType::F16, DType::BF16,
                          DType::F8E4M3, DType::F8E5M2, DType::I64, DType::I32,
-                         DType::I16,    DType::I8,  DType::U8,  DType::Bool};
+                         DType::I16,    DType::I8,     DType::U8,  DType::Bool};
   for (int i = 0; i < 1000; ++i) {
     Extents shape;
     for (int64_t d = 0, rank = 1 + rng() % 3; d < rank; ++d)
@@ -73,9 +74,9 @@ TEST(CpuExecutor, RandomPlansMatchTheReferenceForEveryDType) {
     ParamMap source = makeRandomMapOf(rng, shape, 5, {1.0});
     ParamMap target = makeRandomMapOf(rng, shape, 5, {1.0});
     const std::pair<const ParamMap *, ParamMap> jobs[] = {
-        {&source, target},                          // reshard
-        {nullptr, source},                          // extract
-        {&source, getFullTensorMap(source)},        // rebuild
+        {&source, target},                   // reshard
+        {nullptr, source},                   // extract
+        {&source, getFullTensorMap(source)}, // rebuild
     };
     for (const auto &[from, to] : jobs) {
       ParamMap full = getFullTensorMap(source);
@@ -104,7 +105,8 @@ TEST(CpuExecutor, RandomPlansMatchTheReferenceForEveryDType) {
 TEST(CpuExecutor, HugeCopiesAreSplitAndStillExact) {
   // A row split of 16M elements: copies above kMaxCopyElements.
   ParamMap source = *buildSplitLayout("w", {4096, 4096}, 0, {2048, 2048});
-  ParamMap target = *buildSplitLayout("w", {4096, 4096}, 1, {1024, 1024, 1024, 1024});
+  ParamMap target =
+      *buildSplitLayout("w", {4096, 4096}, 1, {1024, 1024, 1024, 1024});
   SentElements sent;
   TransferPlan plan = *composeMaps(source, target, {}, sent);
   CopyProgram program = lowerPlan(plan);
@@ -156,7 +158,8 @@ TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
           std::memcpy(&data[e * 2], &half, 2);
         }
       }
-      std::map<int64_t, Bytes> shards = executeWithCpu(extract, original, type, 2);
+      std::map<int64_t, Bytes> shards =
+          executeWithCpu(extract, original, type, 2);
       // The shards hold full / tp.
       EXPECT_NE(shards[0], original[0]) << getSafetensorsName(type).str();
       std::map<int64_t, Bytes> back = executeWithCpu(rebuild, shards, type, 2);

@@ -83,7 +83,8 @@ std::vector<Markers> split(const Markers &t, size_t dim,
 }
 
 /// Checks `map` against the shards DeepSpeed's arithmetic produced.
-void expectMatchesShards(const ParamMap &map, const std::vector<Markers> &shards) {
+void expectMatchesShards(const ParamMap &map,
+                         const std::vector<Markers> &shards) {
   ASSERT_TRUE(verifyParamMap(map).ok());
   ASSERT_EQ(map.shards.size(), shards.size());
 
@@ -96,16 +97,18 @@ void expectMatchesShards(const ParamMap &map, const std::vector<Markers> &shards
     EXPECT_EQ(map.shards[r].shape, shards[r].shape) << "rank " << r;
     std::vector<double> expected;
     for (int64_t v : shards[r].values)
-      expected.push_back(static_cast<double>(v) * map.shards[r].pieces.front().scale);
+      expected.push_back(static_cast<double>(v) *
+                         map.shards[r].pieces.front().scale);
     EXPECT_EQ(extracted[r], expected) << "rank " << r;
-    indexMap.shards.push_back({static_cast<int64_t>(r), shards[r].shape,
-                               shards[r].values});
+    indexMap.shards.push_back(
+        {static_cast<int64_t>(r), shards[r].shape, shards[r].values});
   }
 
   // And equals the canonical map derived from them (scale aside: index maps
   // do not carry it).
   llvm::Expected<ParamMap> derived = deriveParamMap(indexMap);
-  ASSERT_TRUE(static_cast<bool>(derived)) << llvm::toString(derived.takeError());
+  ASSERT_TRUE(static_cast<bool>(derived))
+      << llvm::toString(derived.takeError());
   for (size_t r = 0; r < shards.size(); ++r) {
     std::vector<Piece> pieces = map.shards[r].pieces;
     for (Piece &piece : pieces)
@@ -144,18 +147,21 @@ TEST(SplitSizes, FollowDeepSpeedsRule) {
 
 TEST(Layouts, ColumnAndRowParallelSplits) {
   Markers f = iota({10, 8});
-  llvm::Expected<ParamMap> rows = buildSplitLayout("up", {10, 8}, 0, getShardSizes(10, 4));
+  llvm::Expected<ParamMap> rows =
+      buildSplitLayout("up", {10, 8}, 0, getShardSizes(10, 4));
   ASSERT_TRUE(static_cast<bool>(rows));
   expectMatchesShards(*rows, split(f, 0, {3, 3, 2, 2}));
 
   Markers g = iota({8, 10});
-  llvm::Expected<ParamMap> cols = buildSplitLayout("down", {8, 10}, 1, getShardSizes(10, 4));
+  llvm::Expected<ParamMap> cols =
+      buildSplitLayout("down", {8, 10}, 1, getShardSizes(10, 4));
   ASSERT_TRUE(static_cast<bool>(cols));
   expectMatchesShards(*cols, split(g, 1, {3, 3, 2, 2}));
   EXPECT_EQ(cols->shards[2].pieces[0].dest.strides, (Extents{2, 1}));
 
   // Explicit uneven partition sizes with an empty rank.
-  llvm::Expected<ParamMap> uneven = buildSplitLayout("gate", {7, 4}, 0, {4, 0, 3});
+  llvm::Expected<ParamMap> uneven =
+      buildSplitLayout("gate", {7, 4}, 0, {4, 0, 3});
   ASSERT_TRUE(static_cast<bool>(uneven));
   expectMatchesShards(*uneven, split(iota({7, 4}), 0, {4, 0, 3}));
   EXPECT_TRUE(uneven->shards[1].pieces.empty());
@@ -188,10 +194,10 @@ TEST(Layouts, SubParamsWithShardWidths) {
   std::vector<Markers> subs = split(f, 0, {7, 5, 3});
   std::vector<Markers> shards;
   for (int r = 0; r < 3; ++r)
-    shards.push_back(cat({split(subs[0], 0, widths[0])[r],
-                          split(subs[1], 0, widths[1])[r],
-                          split(subs[2], 0, widths[2])[r]},
-                         0, {0, 8}));
+    shards.push_back(
+        cat({split(subs[0], 0, widths[0])[r], split(subs[1], 0, widths[1])[r],
+             split(subs[2], 0, widths[2])[r]},
+            0, {0, 8}));
   expectMatchesShards(*map, shards);
   EXPECT_EQ(map->shards[0].pieces[1].source.offset, 56);
   EXPECT_EQ(map->shards[0].pieces[1].dest.offset, 24);
@@ -211,9 +217,9 @@ TEST(Layouts, SubParamsWithShardWidths) {
   std::vector<Markers> halves = split(iota({24, 8}), 0, {12, 12});
   std::vector<Markers> gateUpShards;
   for (int r = 0; r < 4; ++r)
-    gateUpShards.push_back(cat({narrow(halves[0], 0, 3 * r, 3),
-                                narrow(halves[1], 0, 3 * r, 3)},
-                               0, {0, 8}));
+    gateUpShards.push_back(
+        cat({narrow(halves[0], 0, 3 * r, 3), narrow(halves[1], 0, 3 * r, 3)}, 0,
+            {0, 8}));
   expectMatchesShards(*gateUp, gateUpShards);
   EXPECT_EQ(piecesPerRank(*gateUp), (llvm::SmallVector<int64_t>{2, 2, 2, 2}));
 
@@ -245,7 +251,8 @@ TEST(Layouts, FusedQkvOfBloomGlmQwenPhi3) {
     expectMatchesShards(*map, shards);
   }
   // bloom: one split of all rows.
-  llvm::Expected<ParamMap> bloom = buildSplitLayout("qkv", {48, 4}, 0, getShardSizes(48, 4));
+  llvm::Expected<ParamMap> bloom =
+      buildSplitLayout("qkv", {48, 4}, 0, getShardSizes(48, 4));
   ASSERT_TRUE(static_cast<bool>(bloom));
   expectMatchesShards(*bloom, split(iota({48, 4}), 0, {12, 12, 12, 12}));
 }
@@ -257,8 +264,8 @@ TEST(Layouts, PaddedVocabulary) {
   EXPECT_EQ(map.originalVocabSize, 13);
   expectMatchesShards(map, split(iota({16, 8}), 0, {4, 4, 4, 4}));
   // AutoTP does not pad: 13 / 4 -> [4, 3, 3, 3].
-  llvm::Expected<ParamMap> unpadded =
-      buildSplitLayout("embed", {13, 8}, 0, getShardSizes(13, 4, {4, 1, "lm_head"}));
+  llvm::Expected<ParamMap> unpadded = buildSplitLayout(
+      "embed", {13, 8}, 0, getShardSizes(13, 4, {4, 1, "lm_head"}));
   ASSERT_TRUE(static_cast<bool>(unpadded));
   expectMatchesShards(*unpadded, split(iota({13, 8}), 0, {4, 3, 3, 3}));
 }
@@ -275,7 +282,8 @@ TEST(Layouts, BigcodeReplicatesTheKvBlock) {
   EXPECT_EQ(map.shards[3].pieces[1].locations, (Extents{0, 1, 2, 3}));
   EXPECT_EQ(map.shards[3].pieces[1].dest.offset, 64);
   // n_embd 24, kv 6 heads, tp4: q widths [8, 8, 4, 4].
-  ParamMap uneven = buildBigcodeLayout("c_attn", 24, 12, 8, 4, {6, 1, "c_attn"});
+  ParamMap uneven =
+      buildBigcodeLayout("c_attn", 24, 12, 8, 4, {6, 1, "c_attn"});
   EXPECT_EQ(uneven.shards[2].shape, (Extents{16, 8}));
 }
 
@@ -327,7 +335,8 @@ TEST(Layouts, CodegenPieceCountsDoNotGrowWithHiddenSize) {
 /// Yuan's head selection as DeepSpeed computes it.
 std::vector<Markers> yuanShards(const Markers &f, size_t dim, int64_t tp,
                                 int64_t heads) {
-  std::vector<Markers> byHead = split(f, dim, Extents(heads, f.shape[dim] / heads));
+  std::vector<Markers> byHead =
+      split(f, dim, Extents(heads, f.shape[dim] / heads));
   int64_t perRank = heads / tp;
   std::vector<Markers> shards;
   for (int64_t r = 0; r < tp; ++r) {
@@ -360,7 +369,8 @@ TEST(Layouts, YuanValueAndOutputProjection) {
   EXPECT_EQ(oproj->shards[0].pieces[1].dest.offset, 8);
 
   // Larger shapes keep two pieces per rank.
-  llvm::Expected<ParamMap> wide = buildYuanLayout("o_proj", {128, 1024}, 1, 4, 16);
+  llvm::Expected<ParamMap> wide =
+      buildYuanLayout("o_proj", {128, 1024}, 1, 4, 16);
   ASSERT_TRUE(static_cast<bool>(wide));
   EXPECT_EQ(piecesPerRank(*wide), (llvm::SmallVector<int64_t>{2, 2, 2, 2}));
 
@@ -421,7 +431,8 @@ TEST(ExpertPlacement, NonContiguousReplicatedAndEmpty) {
   EXPECT_EQ(map->shards[0].pieces[1].dest.offset, 2);
 
   ExpertPlacement replicated{4, 2, {{0, 1, 2}, {1, 2, 3}}};
-  llvm::Expected<ParamMap> shared = buildExpertLayout("experts", replicated, {4});
+  llvm::Expected<ParamMap> shared =
+      buildExpertLayout("experts", replicated, {4});
   ASSERT_TRUE(static_cast<bool>(shared));
   expectMatchesShards(*shared, expertShards(replicated, {4}));
   EXPECT_EQ(shared->shards[0].pieces[1].locations, (Extents{0, 1}));
@@ -449,7 +460,8 @@ TEST(ExpertPlacement, InvalidDescriptorsAreRefused) {
             "expert placement: rank 1 holds expert 4, outside [0, 4)");
   EXPECT_EQ(why({4, 3, {{0, 1}, {2, 3}}}),
             "expert placement: ep_size is 3 but 2 ranks are described");
-  EXPECT_EQ(why({0, 1, {{}}}), "expert placement: num_experts must be positive, got 0");
+  EXPECT_EQ(why({0, 1, {{}}}),
+            "expert placement: num_experts must be positive, got 0");
 }
 
 } // namespace

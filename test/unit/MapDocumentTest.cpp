@@ -1,7 +1,7 @@
 //===- MapDocumentTest.cpp - JSON map documents ---------------------------===//
 
-#include "RandomMaps.h"
 #include "ucp/IO/MapDocument.h"
+#include "RandomMaps.h"
 
 #include "llvm/Support/raw_ostream.h"
 

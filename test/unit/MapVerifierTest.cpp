@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RandomMaps.h"
 #include "ucp/Analysis/MapVerifier.h"
+#include "RandomMaps.h"
 
 #include <gtest/gtest.h>
 
@@ -124,7 +124,8 @@ TEST(MapVerifier, OverlapWithDifferentLocationsIsCaught) {
     if (pieces.size() < 2)
       continue;
     // Point one piece's source at another piece's first element of F.
-    PieceRef a = pieces[rng() % pieces.size()], b = pieces[rng() % pieces.size()];
+    PieceRef a = pieces[rng() % pieces.size()],
+             b = pieces[rng() % pieces.size()];
     Piece &pa = map.shards[a.shard].pieces[a.piece];
     const Piece &pb = map.shards[b.shard].pieces[b.piece];
     const Shard &shardA = map.shards[a.shard];
@@ -159,8 +160,7 @@ TEST(MapVerifier, ShardElementWrittenTwiceIsCaught) {
           getLastOffset(moved.shape, {target, moved.dest.strides});
       if (!getNumElements(moved.shape).value_or(0) ||
           !getNumElements(shard.pieces[0].shape).value_or(0) || !last ||
-          *last >= *getNumElements(shard.shape) ||
-          target == moved.dest.offset)
+          *last >= *getNumElements(shard.shape) || target == moved.dest.offset)
         continue;
       moved.dest.offset = target;
       VerifyReport report = verifyBothWays(map);

@@ -140,13 +140,14 @@ ParamMap ucp::testing::makeRandomMapOf(std::mt19937_64 &rng,
     bool empty = false;
     for (int64_t d = 0; d < rank; ++d) {
       block.lo.push_back(cutsOfDim[d][cell[d]]);
-      block.extents.push_back(cutsOfDim[d][cell[d] + 1] - cutsOfDim[d][cell[d]]);
+      block.extents.push_back(cutsOfDim[d][cell[d] + 1] -
+                              cutsOfDim[d][cell[d]]);
       empty |= block.extents.back() == 0;
     }
     if (!empty) {
       // Holders: usually one rank, sometimes several or all.
-      int64_t copies = uniform(rng, 0, 3) == 0 ? uniform(rng, 1, map.worldSize)
-                                               : 1;
+      int64_t copies =
+          uniform(rng, 0, 3) == 0 ? uniform(rng, 1, map.worldSize) : 1;
       Extents ranks(map.worldSize);
       std::iota(ranks.begin(), ranks.end(), 0);
       std::shuffle(ranks.begin(), ranks.end(), rng);
@@ -183,8 +184,8 @@ ParamMap ucp::testing::makeRandomMapOf(std::mt19937_64 &rng,
     bool stackable = !mine.empty();
     for (const Block *block : mine)
       for (int64_t d = 0; d < rank; ++d)
-        stackable &= d == stackAxis ||
-                     block->extents[d] == mine.front()->extents[d];
+        stackable &=
+            d == stackAxis || block->extents[d] == mine.front()->extents[d];
     if (stackable && uniform(rng, 0, 1)) {
       shard.shape = mine.front()->extents;
       shard.shape[stackAxis] = 0;
@@ -301,10 +302,11 @@ ParamMap ucp::testing::makeBigcodeMap(llvm::StringRef name, int64_t qRows,
   return map;
 }
 
-std::vector<ParamMap>
-ucp::testing::makeLlamaMapSet(int64_t layers, int64_t hidden,
-                              int64_t intermediate, int64_t kvHidden,
-                              int64_t vocab, int64_t tp) {
+std::vector<ParamMap> ucp::testing::makeLlamaMapSet(int64_t layers,
+                                                    int64_t hidden,
+                                                    int64_t intermediate,
+                                                    int64_t kvHidden,
+                                                    int64_t vocab, int64_t tp) {
   std::vector<ParamMap> maps;
   auto rows = [&](std::string name, int64_t out, int64_t in) {
     maps.push_back(makeSplitMap(name, {out, in}, 0, splitEvenly(out, tp)));
@@ -315,7 +317,8 @@ ucp::testing::makeLlamaMapSet(int64_t layers, int64_t hidden,
   rows("model.embed_tokens.weight", vocab, hidden);
   for (int64_t i = 0; i < layers; ++i) {
     std::string p = "model.layers." + std::to_string(i) + ".";
-    maps.push_back(makeReplicatedMap(p + "input_layernorm.weight", {hidden}, tp));
+    maps.push_back(
+        makeReplicatedMap(p + "input_layernorm.weight", {hidden}, tp));
     rows(p + "self_attn.q_proj.weight", hidden, hidden);
     rows(p + "self_attn.k_proj.weight", kvHidden, hidden);
     rows(p + "self_attn.v_proj.weight", kvHidden, hidden);
@@ -336,8 +339,8 @@ ucp::testing::extractShards(const ParamMap &map, llvm::ArrayRef<double> full,
                             double unwritten) {
   std::vector<std::vector<double>> shards;
   for (const Shard &shard : map.shards) {
-    std::vector<double> &data = shards.emplace_back(
-        getNumElements(shard.shape).value_or(0), unwritten);
+    std::vector<double> &data =
+        shards.emplace_back(getNumElements(shard.shape).value_or(0), unwritten);
     for (const Piece &piece : shard.pieces)
       forEachElement(piece.shape, {piece.source, piece.dest},
                      [&](llvm::ArrayRef<int64_t> at) {

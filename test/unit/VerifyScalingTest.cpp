@@ -44,9 +44,13 @@ TEST(VerifyScaling, CellsDoNotGrowWithElements) {
          return makeSplitMap("w", {r, c}, 1, splitEvenly(c, 8));
        }},
       {"bigcode tp4",
-       [](int64_t r, int64_t c) { return makeBigcodeMap("w", r, r / 2, c, 4); }},
+       [](int64_t r, int64_t c) {
+         return makeBigcodeMap("w", r, r / 2, c, 4);
+       }},
       {"replicated tp8",
-       [](int64_t r, int64_t c) { return makeReplicatedMap("w", {r, c}, 8); }},
+       [](int64_t r, int64_t c) {
+         return makeReplicatedMap("w", {r, c}, 8);
+       }},
   };
   for (const Layout &layout : layouts) {
     VerifyReport small, large;

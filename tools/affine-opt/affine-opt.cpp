@@ -38,8 +38,8 @@ static LogicalResult runOnMapDocument(llvm::StringRef inputFilename,
     MLIRContext context(registry);
     llvm::SourceMgr sourceMgr;
     SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-    OwningOpRef<ModuleOp> module = ucp::importMapDocument(
-        input->getBuffer(), inputFilename, &context);
+    OwningOpRef<ModuleOp> module =
+        ucp::importMapDocument(input->getBuffer(), inputFilename, &context);
     if (!module)
       return failure();
     llvm::raw_string_ostream os(text);
@@ -52,9 +52,10 @@ static LogicalResult runOnMapDocument(llvm::StringRef inputFilename,
     llvm::errs() << "affine-opt: " << error << "\n";
     return failure();
   }
-  if (failed(MlirOptMain(output->os(),
-                         llvm::MemoryBuffer::getMemBufferCopy(text, inputFilename),
-                         registry, MlirOptMainConfig::createFromCLOptions())))
+  if (failed(
+          MlirOptMain(output->os(),
+                      llvm::MemoryBuffer::getMemBufferCopy(text, inputFilename),
+                      registry, MlirOptMainConfig::createFromCLOptions())))
     return failure();
   output->keep();
   return success();

@@ -42,8 +42,8 @@ static cl::SubCommand initCommand("init",
 static cl::OptionCategory category("affine-run options");
 static cl::opt<std::string> mapFile("map", cl::desc("the map (.json or .mlir)"),
                                     cl::sub(extractCommand),
-                                    cl::sub(rebuildCommand), cl::sub(initCommand),
-                                    cl::cat(category));
+                                    cl::sub(rebuildCommand),
+                                    cl::sub(initCommand), cl::cat(category));
 static cl::opt<std::string> sourceMapFile("source-map",
                                           cl::desc("the source map"),
                                           cl::sub(reshardCommand),
@@ -52,49 +52,50 @@ static cl::opt<std::string> targetMapFile("target-map",
                                           cl::desc("the target map"),
                                           cl::sub(reshardCommand),
                                           cl::cat(category));
-static cl::opt<std::string> fullFile("full",
-                                     cl::desc("the full-tensor safetensors file"),
-                                     cl::sub(extractCommand), cl::cat(category));
+static cl::opt<std::string>
+    fullFile("full", cl::desc("the full-tensor safetensors file"),
+             cl::sub(extractCommand), cl::cat(category));
 static cl::opt<std::string> shardsDir(
     "shards", cl::desc("the folder of rank_<r>.safetensors shard files"),
     cl::sub(rebuildCommand), cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<std::string> outPath(
-    "out", cl::desc("the output file (rebuild, init) or folder (extract, reshard)"),
+    "out",
+    cl::desc("the output file (rebuild, init) or folder (extract, reshard)"),
     cl::sub(extractCommand), cl::sub(rebuildCommand), cl::sub(reshardCommand),
     cl::sub(initCommand), cl::cat(category));
-static cl::opt<unsigned> threads("threads",
-                                 cl::desc("worker threads (default: every core)"),
-                                 cl::init(0), cl::sub(extractCommand),
-                                 cl::sub(rebuildCommand),
-                                 cl::sub(reshardCommand), cl::cat(category));
+static cl::opt<unsigned>
+    threads("threads", cl::desc("worker threads (default: every core)"),
+            cl::init(0), cl::sub(extractCommand), cl::sub(rebuildCommand),
+            cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<std::string> device(
     "device",
     cl::desc("where copies run: cpu (default) or cuda (kernels compiled at "
              "run time with NVRTC)"),
     cl::init("cpu"), cl::sub(extractCommand), cl::sub(rebuildCommand),
     cl::sub(reshardCommand), cl::cat(category));
-static cl::opt<std::string> state(
-    "state",
-    cl::desc("what the tensors are: fp32 (parameters, scale power 1), "
-             "exp_avg (-1) or exp_avg_sq (-2)"),
-    cl::init(""), cl::sub(extractCommand), cl::sub(rebuildCommand),
-    cl::sub(reshardCommand), cl::cat(category));
-static cl::opt<int> scalePower(
-    "scale-power", cl::desc("the power of the scale the tensors carry (default 1)"),
-    cl::init(1), cl::sub(extractCommand), cl::sub(rebuildCommand),
-    cl::sub(reshardCommand), cl::cat(category));
+static cl::opt<std::string>
+    state("state",
+          cl::desc("what the tensors are: fp32 (parameters, scale power 1), "
+                   "exp_avg (-1) or exp_avg_sq (-2)"),
+          cl::init(""), cl::sub(extractCommand), cl::sub(rebuildCommand),
+          cl::sub(reshardCommand), cl::cat(category));
+static cl::opt<int>
+    scalePower("scale-power",
+               cl::desc("the power of the scale the tensors carry (default 1)"),
+               cl::init(1), cl::sub(extractCommand), cl::sub(rebuildCommand),
+               cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<bool> checkReplicasFlag(
     "check-replicas",
     cl::desc("compare every replicated block across all its holders (P2)"),
     cl::sub(rebuildCommand), cl::sub(reshardCommand), cl::cat(category));
-static cl::opt<std::string> policy(
-    "policy", cl::desc("replica choice: lowest, local (default), node, balance"),
-    cl::init("local"), cl::sub(rebuildCommand), cl::sub(reshardCommand),
-    cl::cat(category));
-static cl::opt<int64_t> ranksPerNode("ranks-per-node",
-                                     cl::desc("ranks per node, for policy node"),
-                                     cl::init(8), cl::sub(reshardCommand),
-                                     cl::cat(category));
+static cl::opt<std::string>
+    policy("policy",
+           cl::desc("replica choice: lowest, local (default), node, balance"),
+           cl::init("local"), cl::sub(rebuildCommand), cl::sub(reshardCommand),
+           cl::cat(category));
+static cl::opt<int64_t>
+    ranksPerNode("ranks-per-node", cl::desc("ranks per node, for policy node"),
+                 cl::init(8), cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<bool> ignoreExtra(
     "ignore-extra-tensors",
     cl::desc("accept tensors in the input files that no map describes"),
@@ -224,8 +225,7 @@ int main(int argc, char **argv) {
   options.policy = *replicaPolicy;
   if (!quiet)
     options.progress = [](size_t done, size_t total, int64_t bytes) {
-      llvm::errs() << "affine-run: " << done << "/" << total
-                   << " parameters, "
+      llvm::errs() << "affine-run: " << done << "/" << total << " parameters, "
                    << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
     };
 
@@ -270,8 +270,7 @@ int main(int argc, char **argv) {
     return fail(llvm::toString(stats.takeError()));
   if (!quiet)
     llvm::outs() << command << ": " << stats->parameters << " parameters, "
-                 << llvm::format("%.3f", stats->bytesRead / 1e6)
-                 << " MB read, "
+                 << llvm::format("%.3f", stats->bytesRead / 1e6) << " MB read, "
                  << llvm::format("%.3f", stats->bytesWritten / 1e6)
                  << " MB written in " << llvm::format("%.3f", stats->seconds)
                  << " s ("

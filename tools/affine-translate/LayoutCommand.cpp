@@ -49,10 +49,9 @@ static llvm::Expected<std::vector<Extents>> parseWidths(llvm::StringRef text) {
     for (llvm::StringRef item : items) {
       int64_t value;
       if (item.trim().getAsInteger(10, value))
-        return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                       "'" + item.str() +
-                                           "' is not an integer in '" +
-                                           text.str() + "'");
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "'" + item.str() + "' is not an integer in '" + text.str() + "'");
       values.push_back(value);
     }
   }
@@ -169,9 +168,9 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
         flags.name, shape, flags.dim,
         Extents(flags.subSizes.begin(), flags.subSizes.end()), flags.tp, rule);
   if (layout == "padded-vocab") {
-    if (llvm::Error error = llvm::joinErrors(
-            requirePositive(flags, "vocab", flags.vocab),
-            requirePositive(flags, "hidden", flags.hidden)))
+    if (llvm::Error error =
+            llvm::joinErrors(requirePositive(flags, "vocab", flags.vocab),
+                             requirePositive(flags, "hidden", flags.hidden)))
       return std::move(error);
     return buildPaddedVocabLayout(flags.name, flags.vocab, flags.hidden,
                                   flags.tp);
@@ -182,8 +181,8 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
             llvm::joinErrors(requirePositive(flags, "kv-rows", flags.kvRows),
                              requirePositive(flags, "cols", flags.cols))))
       return std::move(error);
-    return buildBigcodeLayout(flags.name, flags.qRows, flags.kvRows,
-                              flags.cols, flags.tp, rule);
+    return buildBigcodeLayout(flags.name, flags.qRows, flags.kvRows, flags.cols,
+                              flags.tp, rule);
   }
   if (layout == "codegen") {
     if (llvm::Error error =
@@ -196,8 +195,7 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
   if (layout == "yuan") {
     if (llvm::Error error = requirePositive(flags, "heads", flags.heads))
       return std::move(error);
-    return buildYuanLayout(flags.name, shape, flags.dim, flags.tp,
-                           flags.heads);
+    return buildYuanLayout(flags.name, shape, flags.dim, flags.tp, flags.heads);
   }
   if (layout == "experts") {
     std::string error;

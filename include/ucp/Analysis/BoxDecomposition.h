@@ -84,8 +84,8 @@ bool decomposeView(llvm::ArrayRef<int64_t> shape, const StridedView &view,
 
 /// Like `decomposeView`, and also maps each box to `other`, the view of the
 /// same `shape` on the piece's other side.
-bool decomposeMappedView(llvm::ArrayRef<int64_t> shape,
-                         const StridedView &view, const StridedView &other,
+bool decomposeMappedView(llvm::ArrayRef<int64_t> shape, const StridedView &view,
+                         const StridedView &other,
                          llvm::ArrayRef<int64_t> bufferShape, Repeats repeats,
                          llvm::SmallVectorImpl<MappedBox> &out);
 

@@ -25,8 +25,8 @@ namespace ucp {
 
 /// Called once per cell with the cell and the indices (ascending) of the
 /// boxes covering it; cells no box covers have no owners.
-using CellFn = llvm::function_ref<void(const Box &cell,
-                                       llvm::ArrayRef<unsigned> owners)>;
+using CellFn =
+    llvm::function_ref<void(const Box &cell, llvm::ArrayRef<unsigned> owners)>;
 
 /// Partitions `[0, extents)` by `boxes` and calls `fn` on every non-empty
 /// cell, in row-major order of the cells' first elements. Returns the number

@@ -1,4 +1,5 @@
-//===- PieceFolding.h - Maximal merging of pieces in N dimensions -*- C++ -*-===//
+//===- PieceFolding.h - Maximal merging of pieces in N dimensions -*- C++
+//-*-===//
 //
 // The heart of the canonical form (docs/Canonicalization.md): blocks of F,
 // each mapped affinely into a shard, are merged into as few pieces as the

@@ -40,8 +40,9 @@ struct CudaModule {
 /// Emits the kernels of `programs` (named for diagnostics) moving elements
 /// of `type`. Scaled copies of a type that is not floating point are an
 /// error the caller must have refused.
-CudaModule emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
-                    DType type);
+CudaModule
+emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
+         DType type);
 
 } // namespace ucp
 

@@ -1,4 +1,5 @@
-//===- BlockLayout.h - Layouts that narrow F along one dimension -*- C++ -*-===//
+//===- BlockLayout.h - Layouts that narrow F along one dimension -*- C++
+//-*-===//
 //
 // Every tensor-parallel layout DeepSpeed produces narrows F along one
 // dimension: rank r's shard is F restricted to some runs of indices along
@@ -32,8 +33,8 @@ ParamMap buildBlockLayout(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
 
 /// Returns the runs of consecutive splits: rank r holds `sizes[r]` indices
 /// after those of the ranks before it, starting at `start`.
-std::vector<std::vector<IndexRun>> getContiguousRuns(llvm::ArrayRef<int64_t> sizes,
-                                                     int64_t start = 0);
+std::vector<std::vector<IndexRun>>
+getContiguousRuns(llvm::ArrayRef<int64_t> sizes, int64_t start = 0);
 
 } // namespace ucp
 

@@ -27,9 +27,9 @@ struct ExpertPlacement {
 
 /// The legacy uniform layout: rank r holds experts [r*n, (r+1)*n). Requires
 /// n * epSize == numExperts.
-llvm::Expected<ExpertPlacement>
-getUniformExpertPlacement(int64_t numExperts, int64_t localExperts,
-                          int64_t epSize);
+llvm::Expected<ExpertPlacement> getUniformExpertPlacement(int64_t numExperts,
+                                                          int64_t localExperts,
+                                                          int64_t epSize);
 
 /// Checks the descriptor's rules: positive sizes, one entry per rank, ids
 /// in range and unique within a rank, every id held by some rank.
@@ -37,9 +37,9 @@ llvm::Error validateExpertPlacement(const ExpertPlacement &placement);
 
 /// Returns the canonical map of `placement` over the tensor
 /// `[numExperts, expertShape...]`.
-llvm::Expected<ParamMap>
-buildExpertLayout(llvm::StringRef name, const ExpertPlacement &placement,
-                  llvm::ArrayRef<int64_t> expertShape);
+llvm::Expected<ParamMap> buildExpertLayout(llvm::StringRef name,
+                                           const ExpertPlacement &placement,
+                                           llvm::ArrayRef<int64_t> expertShape);
 
 } // namespace ucp
 

@@ -37,12 +37,14 @@ struct SubParamCategory {
 /// The category keys of UNIVERSAL_CHECKPOINT_INFO. Patterns match a name as
 /// Python's `re.match` does (anchored at the start).
 struct LegacyCategories {
-  std::vector<std::string> replicated;         // tp_replicated_parameter_patterns
-  std::vector<std::string> average;            // parameter_to_average_patterns
-  std::vector<std::string> twoSubParamsCatDim0; // parameter_with_2_sub_params_cat_dim_0
-  std::vector<SubParamCategory> subParams;     // parameter_with_sub_params
-  std::vector<std::string> rowParallel;        // parameter_with_row_parallelism_patterns
-  std::vector<std::string> vocabulary;         // vocabulary_parameter_patterns
+  std::vector<std::string> replicated; // tp_replicated_parameter_patterns
+  std::vector<std::string> average;    // parameter_to_average_patterns
+  std::vector<std::string>
+      twoSubParamsCatDim0; // parameter_with_2_sub_params_cat_dim_0
+  std::vector<SubParamCategory> subParams; // parameter_with_sub_params
+  std::vector<std::string>
+      rowParallel; // parameter_with_row_parallelism_patterns
+  std::vector<std::string> vocabulary; // vocabulary_parameter_patterns
   /// autotp_unsupported_parameter_patterns: pattern -> DeepSpeed's reason.
   std::map<std::string, std::string> unsupported;
   /// sub_param_shard_widths: parameter name (or pattern) -> widths[sub][rank].

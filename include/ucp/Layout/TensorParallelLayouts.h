@@ -39,9 +39,10 @@ llvm::Expected<ParamMap> buildSplitLayout(llvm::StringRef name,
 /// `sub_param_shard_widths`): sub-parameter i holds `sum(widths[i])`
 /// indices; rank r holds `widths[i][r]` of each, sub-parameter after
 /// sub-parameter.
-llvm::Expected<ParamMap>
-buildSubParamLayout(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                    int64_t dim, llvm::ArrayRef<Extents> widths);
+llvm::Expected<ParamMap> buildSubParamLayout(llvm::StringRef name,
+                                             llvm::ArrayRef<int64_t> shape,
+                                             int64_t dim,
+                                             llvm::ArrayRef<Extents> widths);
 
 /// Sub-parameters of `subSizes` along `dim`, each split among `tp` ranks by
 /// the split rule: GQA q/k/v, gate/up (the legacy two-sub-parameters
@@ -59,8 +60,8 @@ ParamMap buildPaddedVocabLayout(llvm::StringRef name, int64_t vocab,
 
 /// bigcode's fused QKV (MQA): the q rows `[0, qRows)` split by the split
 /// rule, and every rank also holding the whole kv block after them.
-ParamMap buildBigcodeLayout(llvm::StringRef name, int64_t qRows,
-                            int64_t kvRows, int64_t cols, int64_t tp,
+ParamMap buildBigcodeLayout(llvm::StringRef name, int64_t qRows, int64_t kvRows,
+                            int64_t cols, int64_t tp,
                             const SplitRule &rule = {});
 
 /// CodeGen's fused QKV: `mpNum` blocks of [q|k|v] of hidden/mpNum rows each,

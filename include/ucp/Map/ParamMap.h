@@ -145,8 +145,7 @@ std::string checkShardHeader(int64_t rank, llvm::ArrayRef<int64_t> shardShape,
 
 /// Checks everything about `piece` that needs no other piece: ranks of the
 /// shape and strides, signs, both views in bounds, locations and scale.
-std::string checkPiece(const Piece &piece,
-                       llvm::ArrayRef<int64_t> logicalShape,
+std::string checkPiece(const Piece &piece, llvm::ArrayRef<int64_t> logicalShape,
                        llvm::ArrayRef<int64_t> shardShape, int64_t rank,
                        int64_t worldSize);
 

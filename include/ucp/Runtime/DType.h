@@ -17,8 +17,18 @@
 namespace ucp {
 
 enum class DType {
-  F64, F32, F16, BF16, F8E4M3, F8E5M2,
-  I64, I32, I16, I8, U8, Bool,
+  F64,
+  F32,
+  F16,
+  BF16,
+  F8E4M3,
+  F8E5M2,
+  I64,
+  I32,
+  I16,
+  I8,
+  U8,
+  Bool,
 };
 
 /// Returns the size of one element in bytes.

@@ -38,8 +38,8 @@ ParamMap ucp::toParamMap(ParamOp param) {
   return map;
 }
 
-ParamOp ucp::buildParamOp(OpBuilder &builder, Location loc,
-                          const ParamMap &map, MapLocationFn locate) {
+ParamOp ucp::buildParamOp(OpBuilder &builder, Location loc, const ParamMap &map,
+                          MapLocationFn locate) {
   auto at = [&](int shard, int piece) {
     return locate ? locate(shard, piece) : loc;
   };
@@ -51,15 +51,14 @@ ParamOp ucp::buildParamOp(OpBuilder &builder, Location loc,
   builder.createBlock(&param.getBody());
   for (auto [shardIndex, shard] : llvm::enumerate(map.shards)) {
     builder.setInsertionPointToEnd(&param.getBody().front());
-    auto shardOp = builder.create<ShardOp>(at(shardIndex, -1), shard.rank,
-                                           shard.shape);
+    auto shardOp =
+        builder.create<ShardOp>(at(shardIndex, -1), shard.rank, shard.shape);
     builder.createBlock(&shardOp.getBody());
     for (auto [pieceIndex, piece] : llvm::enumerate(shard.pieces)) {
       builder.create<PieceOp>(at(shardIndex, pieceIndex), piece.shape,
                               piece.source.offset, piece.source.strides,
                               piece.dest.offset, piece.dest.strides,
-                              piece.locations,
-                              llvm::APFloat(piece.scale));
+                              piece.locations, llvm::APFloat(piece.scale));
     }
   }
   return param;

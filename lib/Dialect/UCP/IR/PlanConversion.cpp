@@ -21,14 +21,16 @@ TransferPlan ucp::toTransferPlan(PlanOp planOp) {
     for (Operation &op : target.getBody().front()) {
       if (auto copy = dyn_cast<CopyOp>(op))
         plan.segments.push_back(
-            {toExtents(copy.getShape()), copy.getSourceRank(),
+            {toExtents(copy.getShape()),
+             copy.getSourceRank(),
              {copy.getSrcOffset(), toExtents(copy.getSrcStrides())},
              target.getRank(),
              {copy.getDstOffset(), toExtents(copy.getDstStrides())},
              copy.getScale().convertToDouble()});
       else if (auto fill = dyn_cast<FillOp>(op))
         plan.fills.push_back(
-            {target.getRank(), toExtents(fill.getShape()),
+            {target.getRank(),
+             toExtents(fill.getShape()),
              {fill.getDstOffset(), toExtents(fill.getDstStrides())}});
     }
   }

@@ -39,7 +39,8 @@ LogicalResult ParamOp::verifyRegions() {
   for (Operation &op : getBody().front()) {
     auto shard = dyn_cast<ShardOp>(op);
     if (!shard)
-      return op.emitOpError("is not a ucp.shard; a ucp.param holds shards only");
+      return op.emitOpError(
+          "is not a ucp.shard; a ucp.param holds shards only");
     auto [it, inserted] = shardOfRank.try_emplace(shard.getRank(), shard);
     if (!inserted) {
       InFlightDiagnostic diag = shard.emitOpError()
@@ -63,13 +64,14 @@ int64_t ShardOp::getNumElements() {
 }
 
 LogicalResult ShardOp::verify() {
-  std::string error = checkShardHeader(getRank(), getShardShape(),
-                                       getParam().getWorldSize());
+  std::string error =
+      checkShardHeader(getRank(), getShardShape(), getParam().getWorldSize());
   if (!error.empty())
     return emitOpError(error);
   for (Operation &op : getBody().front()) {
     if (!isa<PieceOp>(op))
-      return op.emitOpError("is not a ucp.piece; a ucp.shard holds pieces only");
+      return op.emitOpError(
+          "is not a ucp.piece; a ucp.shard holds pieces only");
   }
   return success();
 }
@@ -84,8 +86,8 @@ LogicalResult PieceOp::verify() {
   ShardOp shard = getShard();
   ParamOp param = shard.getParam();
   std::string error =
-      checkPiece(toPiece(*this), param.getLogicalShape(),
-                 shard.getShardShape(), shard.getRank(), param.getWorldSize());
+      checkPiece(toPiece(*this), param.getLogicalShape(), shard.getShardShape(),
+                 shard.getRank(), param.getWorldSize());
   if (!error.empty())
     return emitOpError(error);
   return success();
@@ -153,8 +155,8 @@ LogicalResult TargetShardOp::verify() {
     return emitOpError(error);
   for (Operation &op : getBody().front())
     if (!isa<CopyOp, FillOp>(op))
-      return op.emitOpError(
-          "is not a ucp.copy or ucp.fill; a ucp.target_shard holds writes only");
+      return op.emitOpError("is not a ucp.copy or ucp.fill; a ucp.target_shard "
+                            "holds writes only");
   return success();
 }
 
@@ -180,14 +182,13 @@ LogicalResult CopyOp::verify() {
   if (!source)
     return emitOpError("reads from source rank ")
            << getSourceRank() << ", which declares no shard";
-  Segment segment{Extents(getShape().begin(), getShape().end()),
-                  getSourceRank(),
-                  {getSrcOffset(),
-                   Extents(getSrcStrides().begin(), getSrcStrides().end())},
-                  target.getRank(),
-                  {getDstOffset(),
-                   Extents(getDstStrides().begin(), getDstStrides().end())},
-                  getScale().convertToDouble()};
+  Segment segment{
+      Extents(getShape().begin(), getShape().end()),
+      getSourceRank(),
+      {getSrcOffset(), Extents(getSrcStrides().begin(), getSrcStrides().end())},
+      target.getRank(),
+      {getDstOffset(), Extents(getDstStrides().begin(), getDstStrides().end())},
+      getScale().convertToDouble()};
   std::string error =
       checkSegment(segment, source->getShardShape(), target.getShardShape());
   if (!error.empty())
@@ -197,7 +198,8 @@ LogicalResult CopyOp::verify() {
 
 LogicalResult FillOp::verify() {
   auto target = (*this)->getParentOfType<TargetShardOp>();
-  Fill fill{target.getRank(), Extents(getShape().begin(), getShape().end()),
+  Fill fill{target.getRank(),
+            Extents(getShape().begin(), getShape().end()),
             {getDstOffset(),
              Extents(getDstStrides().begin(), getDstStrides().end())}};
   std::string error = checkFill(fill, target.getShardShape());

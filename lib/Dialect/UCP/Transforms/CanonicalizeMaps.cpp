@@ -29,7 +29,8 @@ struct UCPCanonicalizePass
 void UCPCanonicalizePass::runOnOperation() {
   for (ParamOp param :
        llvm::make_early_inc_range(getOperation().getOps<ParamOp>())) {
-    llvm::Expected<ParamMap> canonical = canonicalizeParamMap(toParamMap(param));
+    llvm::Expected<ParamMap> canonical =
+        canonicalizeParamMap(toParamMap(param));
     if (!canonical) {
       param.emitError(llvm::toString(canonical.takeError()));
       return signalPassFailure();

@@ -11,7 +11,6 @@
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/Plan/Compose.h"
 
-
 #include <set>
 
 namespace ucp {
@@ -81,7 +80,8 @@ void UCPComposePass::runOnOperation() {
     sourceNames.insert(param.getSymName().str());
     if (!targets->count(param.getSymName().str())) {
       param.emitError("parameter '")
-          << param.getSymName() << "' is in the source map but not in the target map";
+          << param.getSymName()
+          << "' is in the source map but not in the target map";
       mismatched = true;
     }
   }

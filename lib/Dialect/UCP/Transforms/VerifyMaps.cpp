@@ -61,17 +61,18 @@ void UCPVerifyPass::runOnOperation() {
         loc = pieceOps[violation.first->shard][violation.first->piece].getLoc();
       else if (violation.shard)
         loc = shardOps[*violation.shard].getLoc();
-      InFlightDiagnostic diag = emitError(loc, describeViolation(map, violation));
+      InFlightDiagnostic diag =
+          emitError(loc, describeViolation(map, violation));
       if (isa<NameLoc>(loc))
         notePiece(diag, loc,
                   violation.first   ? "the piece"
                   : violation.shard ? "the shard"
                                     : "the parameter");
       if (violation.second && !(*violation.second == *violation.first))
-        notePiece(diag,
-                  pieceOps[violation.second->shard][violation.second->piece]
-                      .getLoc(),
-                  "the other piece");
+        notePiece(
+            diag,
+            pieceOps[violation.second->shard][violation.second->piece].getLoc(),
+            "the other piece");
     }
     return signalPassFailure();
   }
