@@ -7,6 +7,8 @@
 #include "ucp/Runtime/CpuExecutor.h"
 #include "ucp/Runtime/CudaExecutor.h"
 
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <chrono>
@@ -131,6 +133,25 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
                         "nothing for it)");
   }
 
+  // Output folders are created now, after every check, and removed again if
+  // the run fails (the writers, destroyed first, remove their files).
+  std::vector<std::string> createdFolders;
+  bool succeeded = false;
+  auto removeFolders = llvm::make_scope_exit([&] {
+    if (!succeeded)
+      for (const std::string &folder : llvm::reverse(createdFolders))
+        llvm::sys::fs::remove(folder);
+  });
+  for (const auto &[rank, path] : target.files) {
+    llvm::SmallString<256> folder(path);
+    llvm::sys::path::remove_filename(folder);
+    if (folder.empty() || llvm::sys::fs::exists(folder))
+      continue;
+    if (std::error_code ec = llvm::sys::fs::create_directories(folder))
+      return refuse("cannot create " + folder + ": " + ec.message());
+    createdFolders.push_back(folder.str().str());
+  }
+
   // The outputs, at full size, under temporary names.
   std::map<int64_t, std::unique_ptr<SafetensorsWriter>> writers;
   for (const auto &[rank, path] : target.files) {
@@ -223,6 +244,7 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   for (auto &[rank, writer] : writers)
     if (llvm::Error error = writer->commit())
       return std::move(error);
+  succeeded = true;
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

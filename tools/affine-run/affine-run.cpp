@@ -260,11 +260,6 @@ int main(int argc, char **argv) {
     source = getShardSide(std::move(*from), shardsDir);
     target = getShardSide(std::move(*to), outPath);
   }
-  if (!rebuildCommand) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(outPath))
-      return fail("cannot create " + outPath + ": " + ec.message());
-  }
-
   llvm::Expected<TransferStats> stats = runTransfer(source, target, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
