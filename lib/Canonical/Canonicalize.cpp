@@ -40,6 +40,15 @@ std::vector<Piece> ucp::buildCanonicalPieces(std::vector<FoldBlock> blocks,
   return pieces;
 }
 
+Box ucp::getCanonicalPieceBox(const Piece &piece,
+                              ArrayRef<int64_t> logicalShape) {
+  Box box{unravelIndex(piece.source.offset, logicalShape), {}};
+  box.hi = box.lo;
+  for (size_t d = 0; d < box.hi.size(); ++d)
+    box.hi[d] += piece.shape[d];
+  return box;
+}
+
 llvm::Expected<ParamMap> ucp::canonicalizeParamMap(const ParamMap &map) {
   ParamMap result = map;
   for (Shard &shard : result.shards) {

@@ -19,15 +19,6 @@ struct SourceBlock {
   double scale;
 };
 
-/// Returns the box of F a canonical piece covers.
-Box getPieceBox(const Piece &piece, ArrayRef<int64_t> logicalShape) {
-  Box box{unravelIndex(piece.source.offset, logicalShape), {}};
-  box.hi = box.lo;
-  for (size_t d = 0; d < box.hi.size(); ++d)
-    box.hi[d] += piece.shape[d];
-  return box;
-}
-
 /// Returns where `at` (a multi-index of F inside the box starting at `lo`)
 /// sits in the shard, given the view of the box's corner.
 int64_t offsetAt(const StridedView &view, ArrayRef<int64_t> lo,
@@ -281,7 +272,7 @@ llvm::Expected<TransferPlan> ucp::composeMaps(const ParamMap &source,
   for (const Shard &shard : canonicalSource->shards) {
     plan.sourceShards[shard.rank] = shard.shape;
     for (const Piece &piece : shard.pieces) {
-      Box box = getPieceBox(piece, source.logicalShape);
+      Box box = getCanonicalPieceBox(piece, source.logicalShape);
       if (validRows && !box.lo.empty())
         box.hi[0] = std::min(box.hi[0], *validRows); // Never read padding.
       if (box.getNumElements() > 0)
@@ -292,7 +283,7 @@ llvm::Expected<TransferPlan> ucp::composeMaps(const ParamMap &source,
     plan.targetShards[shard.rank] = shard.shape;
     TargetShardPlanner planner(shard, sources, policy, sent);
     for (const Piece &piece : shard.pieces)
-      planner.planPiece(piece, getPieceBox(piece, target.logicalShape),
+      planner.planPiece(piece, getCanonicalPieceBox(piece, target.logicalShape),
                         validRows);
     planner.finish(plan);
   }

@@ -24,10 +24,7 @@ llvm::Error ucp::checkReplicas(const ParamMap &map,
   std::vector<Holder> holders;
   for (const Shard &shard : canonical->shards) {
     for (const Piece &piece : shard.pieces) {
-      Box box{unravelIndex(piece.source.offset, map.logicalShape), {}};
-      box.hi = box.lo;
-      for (size_t d = 0; d < box.hi.size(); ++d)
-        box.hi[d] += piece.shape[d];
+      Box box = getCanonicalPieceBox(piece, map.logicalShape);
       boxes.push_back(box);
       holders.push_back({shard.rank, box.lo, piece.dest});
     }

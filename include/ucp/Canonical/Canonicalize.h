@@ -46,6 +46,11 @@ std::vector<Piece> buildCanonicalPieces(std::vector<FoldBlock> blocks,
                                         const LabelTable &labels,
                                         llvm::ArrayRef<int64_t> logicalShape);
 
+/// Returns the box of F a canonical piece (a box source with F's strides)
+/// covers.
+Box getCanonicalPieceBox(const Piece &piece,
+                         llvm::ArrayRef<int64_t> logicalShape);
+
 /// Returns `map` in canonical form. Every element of F keeps its place in
 /// every shard. Fails only for a piece too irregular to decompose.
 llvm::Expected<ParamMap> canonicalizeParamMap(const ParamMap &map);
