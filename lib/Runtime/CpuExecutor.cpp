@@ -21,7 +21,22 @@ struct WorkItem {
   const char *source = nullptr;
   char *target = nullptr;
   int64_t elements = 0;
+  /// The band [outerBegin, outerEnd) of the outermost dimension it covers.
+  int64_t outerBegin = 0;
+  int64_t outerEnd = 0;
+  /// Whether it is a band of a copy with short runs (see below).
+  bool banded = false;
+  /// Whether the whole copy is large and unscaled: streaming stores.
+  bool streaming = false;
 };
+
+/// A copy whose contiguous runs are shorter than this reads a few bytes of
+/// each source row (a column split with narrow shards). Such copies run in
+/// bands of kBandElements elements, in source order, so that the copies
+/// reading one band of rows run while it is in cache: about 1.7x faster
+/// for 256-byte runs, measured in-process against whole-copy order.
+constexpr int64_t kShortRunBytes = 1024;
+constexpr int64_t kBandElements = int64_t(1) << 14;
 
 /// Copies at least this many bytes per work item with streaming stores: the
 /// written data is not read again soon, and bypassing the cache saves the
@@ -134,37 +149,82 @@ void ucp::executeOnCpu(const CopyProgram &program,
                        unsigned threads) {
   int64_t size = getElementSize(type);
   std::vector<WorkItem> items;
+  // Adds `item` covering `shape`, as bands when it has short runs.
+  auto add = [&](WorkItem item, llvm::ArrayRef<int64_t> shape) {
+    item.elements = getNumElements(shape).value_or(0);
+    if (item.elements == 0)
+      return;
+    int64_t outer = shape.empty() ? 1 : shape.front();
+    item.outerEnd = outer;
+    item.banded =
+        item.copy && shape.size() >= 2 && shape.back() * size < kShortRunBytes;
+    if (!item.banded) {
+      items.push_back(item);
+      return;
+    }
+    int64_t band =
+        std::max<int64_t>(1, kBandElements / (item.elements / outer));
+    for (int64_t begin = 0; begin < outer; begin += band) {
+      item.outerBegin = begin;
+      item.outerEnd = std::min(outer, begin + band);
+      items.push_back(item);
+    }
+  };
   for (const BufferPairCopies &pair : program.pairs) {
     const char *source =
         static_cast<const char *>(buffers.sources.at(pair.sourceBuffer));
     char *target = static_cast<char *>(buffers.targets.at(pair.targetBuffer));
-    for (const StridedCopy &copy : pair.copies)
-      items.push_back({&copy, nullptr, source, target,
-                       getNumElements(copy.shape).value_or(0)});
+    for (const StridedCopy &copy : pair.copies) {
+      // A scaled copy reads back what it wrote: keep it in the cache.
+      bool streaming =
+          copy.factor == 1.0 &&
+          getNumElements(copy.shape).value_or(0) * size >= kStreamingBytes;
+      add({&copy, nullptr, source, target, 0, 0, 0, false, streaming},
+          copy.shape);
+    }
   }
   for (const StridedFill &fill : program.fills)
-    items.push_back({nullptr, &fill, nullptr,
-                     static_cast<char *>(buffers.targets.at(fill.targetBuffer)),
-                     getNumElements(fill.shape).value_or(0)});
-  // Largest first, so the tail of the schedule is made of small items.
-  llvm::stable_sort(items, [](const WorkItem &a, const WorkItem &b) {
-    return a.elements > b.elements;
+    add({nullptr, &fill, nullptr,
+         static_cast<char *>(buffers.targets.at(fill.targetBuffer)), 0, 0, 0,
+         false, false},
+        fill.shape);
+  // Whole items largest first, so the tail of the schedule is made of small
+  // items; then bands in source order.
+  auto sourcePosition = [](const WorkItem &item) {
+    return item.copy->source.offset +
+           item.outerBegin * item.copy->source.strides.front();
+  };
+  llvm::stable_sort(items, [&](const WorkItem &a, const WorkItem &b) {
+    if (a.banded != b.banded)
+      return !a.banded;
+    if (!a.banded)
+      return a.elements > b.elements;
+    return std::make_pair(a.source, sourcePosition(a)) <
+           std::make_pair(b.source, sourcePosition(b));
   });
 
   auto run = [&](const WorkItem &item) {
+    // The item's band of `view`, whose outermost dimension it narrows.
+    auto narrow = [&](llvm::ArrayRef<int64_t> shape, StridedView view) {
+      if (!shape.empty())
+        view.offset += item.outerBegin * view.strides.front();
+      return view;
+    };
+    llvm::ArrayRef<int64_t> whole =
+        item.copy ? item.copy->shape : item.fill->shape;
+    Extents shape(whole.begin(), whole.end());
+    if (!shape.empty())
+      shape.front() = item.outerEnd - item.outerBegin;
     if (item.fill) {
-      runStrided(item.fill->shape, nullptr, item.fill->target, nullptr,
+      runStrided(shape, nullptr, narrow(whole, item.fill->target), nullptr,
                  item.target, size, 1.0, type, false);
       return;
     }
-    // A scaled copy reads back what it wrote: keep it in the cache.
-    bool streaming =
-        item.copy->factor == 1.0 && item.elements * size >= kStreamingBytes;
-    runStrided(item.copy->shape, &item.copy->source, item.copy->target,
-               item.source, item.target, size, item.copy->factor, type,
-               streaming);
+    StridedView source = narrow(whole, item.copy->source);
+    runStrided(shape, &source, narrow(whole, item.copy->target), item.source,
+               item.target, size, item.copy->factor, type, item.streaming);
 #if defined(__SSE2__)
-    if (streaming)
+    if (item.streaming)
       _mm_sfence(); // Streaming stores are weakly ordered.
 #endif
   };

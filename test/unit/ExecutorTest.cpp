@@ -125,6 +125,22 @@ TEST(CpuExecutor, HugeCopiesAreSplitAndStillExact) {
             referenceRun(plan, sources, 4));
 }
 
+TEST(CpuExecutor, ShortRunCopiesRunInBandsAndStayExact) {
+  // A column split whose shard rows are 64 bytes: copies with short runs,
+  // run in many bands of rows, by 1 and 2 threads.
+  ParamMap target = *buildSplitLayout("w", {16384, 64}, 1, {16, 16, 16, 16});
+  SentElements sent;
+  TransferPlan plan = *composeMaps(getFullTensorMap(target), target, {}, sent);
+  std::map<int64_t, Bytes> sources;
+  Bytes &data = sources[0];
+  data.resize(16384 * 64 * 4);
+  for (size_t b = 0; b < data.size(); ++b)
+    data[b] = static_cast<uint8_t>(b * 2654435761u >> 11);
+  std::map<int64_t, Bytes> expected = referenceRun(plan, sources, 4);
+  EXPECT_EQ(executeWithCpu(plan, sources, DType::F32, 1), expected);
+  EXPECT_EQ(executeWithCpu(plan, sources, DType::F32, 2), expected);
+}
+
 /// full -> pre-divided shards -> full again, bit for bit.
 TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
   std::mt19937_64 rng(43);

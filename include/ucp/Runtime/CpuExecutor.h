@@ -1,7 +1,8 @@
 //===- CpuExecutor.h - Running copy programs on the CPU ---------*- C++ -*-===//
 //
 // Runs a copy program over raw buffers with a pool of threads: copies are
-// shared out in order of size; a copy whose innermost dimension is
+// shared out in order of size (copies with short runs in bands of rows, in
+// source order, for cache reuse); a copy whose innermost dimension is
 // contiguous on both sides moves whole runs (with streaming stores when the
 // copy is large and unscaled, as glibc's memcpy does for large copies),
 // anything else goes element by element through a tight strided loop; a
