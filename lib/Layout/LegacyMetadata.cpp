@@ -92,36 +92,23 @@ struct Branch {
 /// match `param`.
 Expected<Branch> classify(const LegacyParam &param,
                           const LegacyCategories &categories) {
-  std::pair<const std::vector<std::string> *, Branch::Kind> lists[] = {
-      {&categories.replicated, Branch::Replicated},
-      {&categories.average, Branch::Average},
-      {&categories.twoSubParamsCatDim0, Branch::TwoSubParams},
+  // Every pattern list with the branch it leads to, in the chain's order.
+  std::vector<std::pair<const std::vector<std::string> *, Branch>> chain = {
+      {&categories.replicated, {Branch::Replicated}},
+      {&categories.average, {Branch::Average}},
+      {&categories.twoSubParamsCatDim0, {Branch::TwoSubParams}},
   };
-  for (auto [patterns, kind] : lists) {
+  for (auto [index, category] : llvm::enumerate(categories.subParams))
+    chain.push_back({&category.patterns, {Branch::SubParams, index}});
+  chain.push_back({&categories.vocabulary, {Branch::Vocabulary}});
+  chain.push_back({&categories.rowParallel, {Branch::RowParallel}});
+  for (const auto &[patterns, branch] : chain) {
     Expected<std::optional<std::string>> match =
         findMatch(*patterns, param.name);
     if (!match)
       return match.takeError();
     if (*match)
-      return Branch{kind};
-  }
-  for (auto [index, category] : llvm::enumerate(categories.subParams)) {
-    Expected<std::optional<std::string>> match =
-        findMatch(category.patterns, param.name);
-    if (!match)
-      return match.takeError();
-    if (*match)
-      return Branch{Branch::SubParams, index};
-  }
-  for (auto [patterns, kind] :
-       {std::pair{&categories.vocabulary, Branch::Vocabulary},
-        std::pair{&categories.rowParallel, Branch::RowParallel}}) {
-    Expected<std::optional<std::string>> match =
-        findMatch(*patterns, param.name);
-    if (!match)
-      return match.takeError();
-    if (*match)
-      return Branch{kind};
+      return branch;
   }
   return Branch{Branch::ColumnParallel};
 }
