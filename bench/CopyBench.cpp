@@ -6,11 +6,22 @@
 //     are 256 B and 4 KiB, bigcode and codegen, and resharding a 1 GiB map
 //     set 4 -> 2 and 2 -> 4, on 1 and 2 threads;
 //   * the DeepSpeed reference's loop over the same plan segments:
-//     `target.as_strided(...).copy_(source.as_strided(...))` in libtorch;
+//     `target.as_strided(...).copy_(source.as_strided(...))` in libtorch,
+//     on 1 and 2 intra-op threads;
 //   * for the reshards, the reference's own method (spec §7.1): rebuild F
 //     from the source pieces, then extract the target pieces, in libtorch.
 // bench/run-benchmarks.py runs this binary and prints one table of GB/s and
 // ratios.
+//
+// libtorch's OpenMP workers spin for a while after each parallel region; on a
+// machine with few cores a spinning worker takes a core from whichever case
+// runs next (measured: our single-thread column split at 5.7 GB/s instead of
+// 9.7). The binary therefore runs with OMP_WAIT_POLICY=PASSIVE, re-executing
+// itself to set it before the OpenMP runtime starts.
+//
+// Single-thread cases (memcpy, ours and torch alike) run pinned to one core:
+// an unpinned thread here moves between cores and its bandwidth jumps
+// between two levels a factor of two apart from one repetition to the next.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,7 +33,11 @@
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <pthread.h>
+#include <sched.h>
+#include <unistd.h>
 
 using namespace ucp;
 using namespace ucp::testing;
@@ -38,6 +53,29 @@ struct Workload {
   std::vector<CopyProgram> programs;
   std::vector<std::map<int64_t, std::vector<float>>> sources, targets;
   int64_t bytes = 0;
+};
+
+/// Pins the calling thread to the core it runs on while `threads` is 1, and
+/// restores its affinity at the end of the scope.
+class SingleThreadPin {
+public:
+  explicit SingleThreadPin(unsigned threads) {
+    if (threads != 1 ||
+        pthread_getaffinity_np(pthread_self(), sizeof(saved), &saved) != 0)
+      return;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    pinned = pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+  }
+  ~SingleThreadPin() {
+    if (pinned)
+      pthread_setaffinity_np(pthread_self(), sizeof(saved), &saved);
+  }
+
+private:
+  cpu_set_t saved;
+  bool pinned = false;
 };
 
 Workload makeWorkload(const std::vector<ParamMap> &from,
@@ -111,6 +149,7 @@ std::map<std::string, Workload> &workloads() {
 void runOurs(benchmark::State &state, const std::string &name) {
   Workload &w = workloads().at(name);
   unsigned threads = state.range(0);
+  SingleThreadPin pin(threads);
   for (auto _ : state) {
     for (size_t i = 0; i < w.programs.size(); ++i) {
       ProgramBuffers buffers;
@@ -143,6 +182,7 @@ void copySegment(torch::Tensor from, torch::Tensor to, const Segment &s) {
 void runTorch(benchmark::State &state, const std::string &name) {
   Workload &w = workloads().at(name);
   torch::set_num_threads(state.range(0));
+  SingleThreadPin pin(state.range(0));
   for (auto _ : state) {
     for (size_t i = 0; i < w.plans.size(); ++i)
       for (const Segment &s : w.plans[i].segments)
@@ -158,6 +198,7 @@ void runTorch(benchmark::State &state, const std::string &name) {
 void runTorchThroughFull(benchmark::State &state, const std::string &name) {
   Workload &w = workloads().at(name);
   torch::set_num_threads(state.range(0));
+  SingleThreadPin pin(state.range(0));
   for (auto _ : state) {
     for (size_t i = 0; i < w.rebuilds.size(); ++i) {
       torch::Tensor full = tensorOf(w.fulls[i]);
@@ -175,6 +216,7 @@ void runMemcpy(benchmark::State &state, const std::string &name) {
   Workload &w = workloads().at(name);
   std::vector<char> from(w.bytes), to(w.bytes);
   std::memset(from.data(), 1, w.bytes);
+  SingleThreadPin pin(1);
   for (auto _ : state) {
     std::memcpy(to.data(), from.data(), w.bytes);
     benchmark::ClobberMemory();
@@ -200,6 +242,7 @@ int registerAll() {
         ->UseRealTime();
     benchmark::RegisterBenchmark(("torch/" + n).c_str(), runTorch, n)
         ->Arg(1)
+        ->Arg(2)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(0.3)
         ->UseRealTime();
@@ -218,4 +261,17 @@ int registered = registerAll();
 
 } // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char **argv) {
+  if (!std::getenv("OMP_WAIT_POLICY")) {
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+    execv("/proc/self/exe", argv);
+    perror("ucp-copy-bench: re-executing with OMP_WAIT_POLICY=PASSIVE");
+    return 1;
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv))
+    return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

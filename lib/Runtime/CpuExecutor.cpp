@@ -46,7 +46,7 @@ constexpr int64_t kStreamingBytes = int64_t(1) << 20;
 
 /// Copies `bytes` bytes with non-temporal stores where the destination
 /// allows (16-byte aligned), plain memcpy for the edges.
-void streamCopy(char *dst, const char *src, int64_t bytes) {
+inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 #if defined(__SSE2__)
   int64_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
   if (head >= bytes) {
@@ -62,7 +62,8 @@ void streamCopy(char *dst, const char *src, int64_t bytes) {
     _mm_stream_si128(
         reinterpret_cast<__m128i *>(dst) + i,
         _mm_loadu_si128(reinterpret_cast<const __m128i *>(src) + i));
-  std::memcpy(dst + vectors * 16, src + vectors * 16, bytes - vectors * 16);
+  if (int64_t rest = bytes - vectors * 16)
+    std::memcpy(dst + vectors * 16, src + vectors * 16, rest);
 #else
   std::memcpy(dst, src, bytes);
 #endif
@@ -77,6 +78,43 @@ void copyStrided(char *dst, int64_t dstStride, const char *src,
         reinterpret_cast<const T *>(src)[i * srcStride];
 }
 
+/// Calls `visit(targetOffset, sourceOffset)`, in elements, for every
+/// innermost run of `shape`. The second-innermost dimension is a plain loop
+/// of pointer steps: with short runs (a column split) the per-run cost is a
+/// large share of the time, so no index arithmetic is redone per run.
+template <typename Visit>
+void forEachRun(llvm::ArrayRef<int64_t> shape, const StridedView &target,
+                const StridedView *source, Visit visit) {
+  size_t rank = shape.size();
+  if (rank < 2) {
+    visit(target.offset, source ? source->offset : 0);
+    return;
+  }
+  int64_t rows = shape[rank - 2];
+  int64_t rowTarget = target.strides[rank - 2];
+  int64_t rowSource = source ? source->strides[rank - 2] : 0;
+  Extents index(rank - 2, 0);
+  while (true) {
+    int64_t t = target.offset, s = source ? source->offset : 0;
+    for (size_t d = 0; d + 2 < rank; ++d) {
+      t += index[d] * target.strides[d];
+      if (source)
+        s += index[d] * source->strides[d];
+    }
+    for (int64_t row = 0; row < rows; ++row, t += rowTarget, s += rowSource)
+      visit(t, s);
+    // Next outer index.
+    int64_t d = static_cast<int64_t>(index.size()) - 1;
+    for (; d >= 0; --d) {
+      if (++index[d] < shape[d])
+        break;
+      index[d] = 0;
+    }
+    if (d < 0)
+      return;
+  }
+}
+
 /// Copies (or, with no source, zeroes) every innermost run of `shape`.
 void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
                 const StridedView &target, const char *from, char *to,
@@ -88,57 +126,53 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
   int64_t innerTarget = rank ? target.strides.back() : 1;
   int64_t innerSource = rank && source ? source->strides.back() : 1;
   bool contiguous = innerTarget == 1 && (!source || innerSource == 1);
-  Extents index(rank ? rank - 1 : 0, 0);
-  while (true) {
-    int64_t t = target.offset, s = source ? source->offset : 0;
-    for (size_t d = 0; d + 1 < rank; ++d) {
-      t += index[d] * target.strides[d];
-      if (source)
-        s += index[d] * source->strides[d];
-    }
-    char *dst = to + t * size;
-    if (!source) {
+  if (!source) {
+    forEachRun(shape, target, source, [&](int64_t t, int64_t) {
+      char *dst = to + t * size;
       if (innerTarget == 1)
         std::memset(dst, 0, inner * size);
       else
         for (int64_t i = 0; i < inner; ++i)
           std::memset(dst + i * innerTarget * size, 0, size);
-    } else if (contiguous) {
-      if (streaming)
-        streamCopy(dst, from + s * size, inner * size);
-      else
-        std::memcpy(dst, from + s * size, inner * size);
-      if (factor != 1.0)
-        scaleElements(type, dst, inner, factor);
-    } else {
-      const char *src = from + s * size;
-      switch (size) {
-      case 1:
-        copyStrided<uint8_t>(dst, innerTarget, src, innerSource, inner);
-        break;
-      case 2:
-        copyStrided<uint16_t>(dst, innerTarget, src, innerSource, inner);
-        break;
-      case 4:
-        copyStrided<uint32_t>(dst, innerTarget, src, innerSource, inner);
-        break;
-      default:
-        copyStrided<uint64_t>(dst, innerTarget, src, innerSource, inner);
-        break;
-      }
+    });
+    return;
+  }
+  if (contiguous) {
+    int64_t bytes = inner * size;
+    auto copyRuns = [&](auto copyRun) {
+      forEachRun(shape, target, source, [&](int64_t t, int64_t s) {
+        copyRun(to + t * size, from + s * size, bytes);
+        if (factor != 1.0)
+          scaleElements(type, to + t * size, inner, factor);
+      });
+    };
+    if (streaming)
+      copyRuns(streamCopy);
+    else
+      copyRuns([](char *dst, const char *src, int64_t n) {
+        std::memcpy(dst, src, n);
+      });
+    return;
+  }
+  auto copyElements = [&](auto element) {
+    using T = decltype(element);
+    forEachRun(shape, target, source, [&](int64_t t, int64_t s) {
+      copyStrided<T>(to + t * size, innerTarget, from + s * size, innerSource,
+                     inner);
       if (factor != 1.0)
         for (int64_t i = 0; i < inner; ++i)
-          scaleElements(type, dst + i * innerTarget * size, 1, factor);
-    }
-    // Next outer index.
-    int64_t d = static_cast<int64_t>(index.size()) - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-    if (d < 0)
-      return;
+          scaleElements(type, to + (t + i * innerTarget) * size, 1, factor);
+    });
+  };
+  switch (size) {
+  case 1:
+    return copyElements(uint8_t());
+  case 2:
+    return copyElements(uint16_t());
+  case 4:
+    return copyElements(uint32_t());
+  default:
+    return copyElements(uint64_t());
   }
 }
 
