@@ -147,7 +147,9 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
       });
     };
     if (streaming)
-      copyRuns(streamCopy);
+      copyRuns([](char *dst, const char *src, int64_t n) {
+        streamCopy(dst, src, n);
+      });
     else
       copyRuns([](char *dst, const char *src, int64_t n) {
         std::memcpy(dst, src, n);
