@@ -5,6 +5,8 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
+
 using namespace ucp;
 
 /// ucp/Runtime/FloatBits.h, as text (generated at configure time).
@@ -163,6 +165,13 @@ static int64_t emitTable(llvm::StringRef name,
   }
   os << "};\n";
   return begin;
+}
+
+CudaGrid ucp::getLaunchGrid(int64_t units) {
+  CudaGrid grid;
+  grid.blocks = static_cast<unsigned>(std::clamp<int64_t>(
+      (units + grid.threadsPerBlock - 1) / grid.threadsPerBlock, 1, 65535));
+  return grid;
 }
 
 CudaModule

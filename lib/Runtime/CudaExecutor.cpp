@@ -253,10 +253,10 @@ llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
         launch.sourceBuffer >= 0 ? sources.at(launch.sourceBuffer) : 0;
     void *copyArgs[] = {&source, &target};
     void *fillArgs[] = {&target};
-    unsigned blocks = static_cast<unsigned>(
-        std::min<int64_t>((launch.units + 255) / 256, 65535));
+    CudaGrid grid = getLaunchGrid(launch.units);
     if (llvm::Error e =
-            check(d.launchKernel(function, blocks, 1, 1, 256, 1, 1, 0, nullptr,
+            check(d.launchKernel(function, grid.blocks, 1, 1,
+                                 grid.threadsPerBlock, 1, 1, 0, nullptr,
                                  launch.sourceBuffer >= 0 ? copyArgs : fillArgs,
                                  nullptr),
                   "a kernel launch failed"))

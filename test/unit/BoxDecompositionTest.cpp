@@ -140,9 +140,10 @@ TEST(BoxDecomposition, RandomViewsMatchEnumeration) {
       for (int64_t e = 0; e < bufferElements; ++e) {
         ASSERT_EQ(expected[e] > 0, actual[e] > 0)
             << "element " << e << " iteration " << iteration;
-        if (repeats == Repeats::Keep)
+        if (repeats == Repeats::Keep) {
           ASSERT_EQ(expected[e] > 1, actual[e] > 1)
               << "element " << e << " iteration " << iteration;
+        }
       }
     }
   }

@@ -46,8 +46,9 @@ void expectCanonicalForm(const ParamMap &map) {
       EXPECT_EQ(piece.shape.size(), map.logicalShape.size());
       EXPECT_EQ(piece.source.strides, fStrides);
       EXPECT_GT(getNumElements(piece.shape).value_or(0), 0);
-      if (i > 0)
+      if (i > 0) {
         EXPECT_LT(shard.pieces[i - 1].dest.offset, piece.dest.offset);
+      }
     }
   }
 }

@@ -31,6 +31,17 @@ struct CudaLaunch {
   int64_t units = 0;
 };
 
+/// The grid of one launch: its kernel's grid-stride loop covers any number
+/// of work units with at most 65535 blocks.
+struct CudaGrid {
+  unsigned blocks = 1;
+  unsigned threadsPerBlock = 256;
+};
+
+/// The grid a launch of `units` work units runs on: a thread per unit in
+/// blocks of 256, up to 65535 blocks.
+CudaGrid getLaunchGrid(int64_t units);
+
 /// The emitted source and how to launch it.
 struct CudaModule {
   std::string source;
