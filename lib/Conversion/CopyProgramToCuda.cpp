@@ -82,18 +82,16 @@ static void emitElementType(DType type, llvm::raw_ostream &os) {
   os << "__device__ ucp_elem ucp_scale(ucp_elem bits, double factor) {\n";
   switch (type) {
   case DType::F32:
-    os << "  return ucpFloatToBits(ucpBitsToFloat(bits) * (float)factor);\n";
+    os << "  return ucpScaleFloatBits(bits, (float)factor);\n";
     break;
   case DType::F64:
-    os << "  return (ucp_elem)__double_as_longlong(\n"
-          "      __longlong_as_double((long long)bits) * factor);\n";
+    os << "  return ucpScaleDoubleBits(bits, factor);\n";
     break;
   case DType::F16:
-    os << "  return ucpFloatToHalf(ucpHalfToFloat(bits) * (float)factor);\n";
+    os << "  return ucpScaleHalfBits(bits, (float)factor);\n";
     break;
   case DType::BF16:
-    os << "  return ucpFloatToBfloat(ucpBfloatToFloat(bits) * "
-          "(float)factor);\n";
+    os << "  return ucpScaleBfloatBits(bits, (float)factor);\n";
     break;
   default:
     os << "  return bits; /* not floating point: never scaled */\n";

@@ -104,32 +104,30 @@ bool ucp::isFloatingPoint(DType type) {
 }
 
 void ucp::scaleElements(DType type, void *data, int64_t count, double factor) {
+  float f = static_cast<float>(factor);
   switch (type) {
   case DType::F64: {
-    auto *p = static_cast<double *>(data);
+    auto *p = static_cast<uint64_t *>(data);
     for (int64_t i = 0; i < count; ++i)
-      p[i] *= factor;
+      p[i] = ucpScaleDoubleBits(p[i], factor);
     return;
   }
   case DType::F32: {
-    auto *p = static_cast<float *>(data);
-    float f = static_cast<float>(factor);
+    auto *p = static_cast<uint32_t *>(data);
     for (int64_t i = 0; i < count; ++i)
-      p[i] *= f;
+      p[i] = ucpScaleFloatBits(p[i], f);
     return;
   }
   case DType::F16: {
     auto *p = static_cast<uint16_t *>(data);
-    float f = static_cast<float>(factor);
     for (int64_t i = 0; i < count; ++i)
-      p[i] = ucpFloatToHalf(ucpHalfToFloat(p[i]) * f);
+      p[i] = ucpScaleHalfBits(p[i], f);
     return;
   }
   case DType::BF16: {
     auto *p = static_cast<uint16_t *>(data);
-    float f = static_cast<float>(factor);
     for (int64_t i = 0; i < count; ++i)
-      p[i] = ucpFloatToBfloat(ucpBfloatToFloat(p[i]) * f);
+      p[i] = ucpScaleBfloatBits(p[i], f);
     return;
   }
   default:

@@ -17,21 +17,10 @@ using namespace ucp::testing;
 
 /// What the emitted source takes from CUDA, for a host compiler.
 static const char *const kPrelude = R"cpp(
-#include <cstring>
 #define __device__
 #define __global__
 struct UcpDim3 { unsigned x, y, z; };
 static UcpDim3 blockIdx, threadIdx, blockDim, gridDim;
-static long long __double_as_longlong(double value) {
-  long long bits;
-  std::memcpy(&bits, &value, sizeof bits);
-  return bits;
-}
-static double __longlong_as_double(long long bits) {
-  double value;
-  std::memcpy(&value, &bits, sizeof value);
-  return value;
-}
 )cpp";
 
 /// The host entry point that runs `launch`'s whole grid.

@@ -2,7 +2,7 @@
 //
 // Compiles the CUDA source emitted for copy programs as plain C++ with the
 // host compiler, behind a prelude that defines the CUDA built-ins it uses
-// (blockIdx, threadIdx, blockDim, gridDim, the bit casts), and runs a launch
+// (blockIdx, threadIdx, blockDim, gridDim), and runs a launch
 // by calling its kernel once per (block, thread) of the grid. The kernels
 // share nothing between threads, so running the threads one after another
 // computes exactly what the GPU computes, except for the arithmetic of

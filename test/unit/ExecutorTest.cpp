@@ -208,4 +208,31 @@ TEST(CpuExecutor, OptimizerStatePowersInvertTheScale) {
   }
 }
 
+/// A scaled NaN keeps its bits, quiet or signaling, in every floating-point
+/// type (the CUDA kernels share this arithmetic, so both executors write
+/// the same bytes); the finite 2.0 next to it halves.
+TEST(CpuExecutor, ScaledNaNsKeepTheirBits) {
+  uint64_t f64[] = {0x7ff8000000000001, 0xfff0000000000001,
+                    0x4000000000000000};
+  scaleElements(DType::F64, f64, 3, 0.5);
+  EXPECT_EQ(f64[0], 0x7ff8000000000001u);
+  EXPECT_EQ(f64[1], 0xfff0000000000001u);
+  EXPECT_EQ(f64[2], 0x3ff0000000000000u);
+  uint32_t f32[] = {0x7fc00001, 0xffa00000, 0x40000000};
+  scaleElements(DType::F32, f32, 3, 0.5);
+  EXPECT_EQ(f32[0], 0x7fc00001u);
+  EXPECT_EQ(f32[1], 0xffa00000u);
+  EXPECT_EQ(f32[2], 0x3f800000u);
+  uint16_t f16[] = {0x7e01, 0xfd00, 0x4000};
+  scaleElements(DType::F16, f16, 3, 0.5);
+  EXPECT_EQ(f16[0], 0x7e01);
+  EXPECT_EQ(f16[1], 0xfd00);
+  EXPECT_EQ(f16[2], 0x3c00);
+  uint16_t bf16[] = {0x7fc1, 0xff81, 0x4000};
+  scaleElements(DType::BF16, bf16, 3, 0.5);
+  EXPECT_EQ(bf16[0], 0x7fc1);
+  EXPECT_EQ(bf16[1], 0xff81);
+  EXPECT_EQ(bf16[2], 0x3f80);
+}
+
 } // namespace

@@ -98,4 +98,43 @@ UCP_HOST_DEVICE inline unsigned short ucpFloatToBfloat(float value) {
   return (bits + rounding) >> 16;
 }
 
+// Scaling one element, given and returned as its bits. A NaN keeps its bits:
+// processors disagree on the NaN a product of a NaN returns (x86 keeps the
+// operand's payload, a GPU returns its canonical NaN), and the CPU and CUDA
+// executors must write the same bytes.
+
+UCP_HOST_DEVICE inline unsigned int ucpScaleFloatBits(unsigned int bits,
+                                                      float factor) {
+  if ((bits & 0x7fffffffu) > 0x7f800000u)
+    return bits;
+  return ucpFloatToBits(ucpBitsToFloat(bits) * factor);
+}
+
+UCP_HOST_DEVICE inline unsigned long long
+ucpScaleDoubleBits(unsigned long long bits, double factor) {
+  if ((bits & 0x7fffffffffffffffull) > 0x7ff0000000000000ull)
+    return bits;
+  union {
+    unsigned long long u;
+    double d;
+  } pun;
+  pun.u = bits;
+  pun.d *= factor;
+  return pun.u;
+}
+
+UCP_HOST_DEVICE inline unsigned short ucpScaleHalfBits(unsigned short bits,
+                                                       float factor) {
+  if ((bits & 0x7fff) > 0x7c00)
+    return bits;
+  return ucpFloatToHalf(ucpHalfToFloat(bits) * factor);
+}
+
+UCP_HOST_DEVICE inline unsigned short ucpScaleBfloatBits(unsigned short bits,
+                                                         float factor) {
+  if ((bits & 0x7fff) > 0x7f80)
+    return bits;
+  return ucpFloatToBfloat(ucpBfloatToFloat(bits) * factor);
+}
+
 #endif // UCP_RUNTIME_FLOATBITS_H
