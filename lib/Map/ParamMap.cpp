@@ -14,6 +14,7 @@
 
 using namespace ucp;
 using llvm::ArrayRef;
+using llvm::MutableArrayRef;
 
 std::optional<int64_t> ucp::getNumElements(ArrayRef<int64_t> shape) {
   int64_t count = 1;
@@ -67,15 +68,19 @@ void ucp::forEachElement(ArrayRef<int64_t> shape, ArrayRef<StridedView> views,
         offsets[v] += index[d] * views[v].strides[d];
     }
     fn(offsets);
-    int64_t d = static_cast<int64_t>(shape.size()) - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-    if (d < 0)
+    if (!advanceIndex(index, shape))
       return;
   }
+}
+
+bool ucp::advanceIndex(MutableArrayRef<int64_t> index,
+                       ArrayRef<int64_t> shape) {
+  for (size_t d = index.size(); d-- > 0;) {
+    if (++index[d] < shape[d])
+      return true;
+    index[d] = 0;
+  }
+  return false;
 }
 
 std::string ucp::formatList(ArrayRef<int64_t> values) {

@@ -103,14 +103,7 @@ void forEachRun(llvm::ArrayRef<int64_t> shape, const StridedView &target,
     }
     for (int64_t row = 0; row < rows; ++row, t += rowTarget, s += rowSource)
       visit(t, s);
-    // Next outer index.
-    int64_t d = static_cast<int64_t>(index.size()) - 1;
-    for (; d >= 0; --d) {
-      if (++index[d] < shape[d])
-        break;
-      index[d] = 0;
-    }
-    if (d < 0)
+    if (!advanceIndex(index, shape.take_front(rank - 2)))
       return;
   }
 }

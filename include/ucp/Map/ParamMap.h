@@ -95,6 +95,11 @@ Extents unravelIndex(int64_t offset, llvm::ArrayRef<int64_t> shape);
 std::optional<int64_t> getLastOffset(llvm::ArrayRef<int64_t> shape,
                                      const StridedView &view);
 
+/// Steps the multi-index `index` to the next one of `shape` in row-major
+/// order; returns false, with `index` back at all zeros, after the last.
+bool advanceIndex(llvm::MutableArrayRef<int64_t> index,
+                  llvm::ArrayRef<int64_t> shape);
+
 /// Calls `fn` with the storage offset on each side of every element of the
 /// views `views` (all of `shape`), in row-major order of `shape`. Walks
 /// elements one by one: for references and tests, not hot paths.

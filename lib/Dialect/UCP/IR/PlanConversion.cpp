@@ -20,18 +20,19 @@ TransferPlan ucp::toTransferPlan(PlanOp planOp) {
     plan.targetShards[target.getRank()] = toExtents(target.getShardShape());
     for (Operation &op : target.getBody().front()) {
       if (auto copy = dyn_cast<CopyOp>(op))
-        plan.segments.push_back(
-            {toExtents(copy.getShape()),
-             copy.getSourceRank(),
-             {copy.getSrcOffset(), toExtents(copy.getSrcStrides())},
-             target.getRank(),
-             {copy.getDstOffset(), toExtents(copy.getDstStrides())},
-             copy.getScale().convertToDouble()});
+        plan.segments.push_back({toExtents(copy.getShape()),
+                                 static_cast<int64_t>(copy.getSourceRank()),
+                                 {static_cast<int64_t>(copy.getSrcOffset()),
+                                  toExtents(copy.getSrcStrides())},
+                                 static_cast<int64_t>(target.getRank()),
+                                 {static_cast<int64_t>(copy.getDstOffset()),
+                                  toExtents(copy.getDstStrides())},
+                                 copy.getScale().convertToDouble()});
       else if (auto fill = dyn_cast<FillOp>(op))
-        plan.fills.push_back(
-            {target.getRank(),
-             toExtents(fill.getShape()),
-             {fill.getDstOffset(), toExtents(fill.getDstStrides())}});
+        plan.fills.push_back({static_cast<int64_t>(target.getRank()),
+                              toExtents(fill.getShape()),
+                              {static_cast<int64_t>(fill.getDstOffset()),
+                               toExtents(fill.getDstStrides())}});
     }
   }
   return plan;

@@ -182,13 +182,14 @@ LogicalResult CopyOp::verify() {
   if (!source)
     return emitOpError("reads from source rank ")
            << getSourceRank() << ", which declares no shard";
-  Segment segment{
-      Extents(getShape().begin(), getShape().end()),
-      getSourceRank(),
-      {getSrcOffset(), Extents(getSrcStrides().begin(), getSrcStrides().end())},
-      target.getRank(),
-      {getDstOffset(), Extents(getDstStrides().begin(), getDstStrides().end())},
-      getScale().convertToDouble()};
+  Segment segment{Extents(getShape().begin(), getShape().end()),
+                  static_cast<int64_t>(getSourceRank()),
+                  {static_cast<int64_t>(getSrcOffset()),
+                   Extents(getSrcStrides().begin(), getSrcStrides().end())},
+                  static_cast<int64_t>(target.getRank()),
+                  {static_cast<int64_t>(getDstOffset()),
+                   Extents(getDstStrides().begin(), getDstStrides().end())},
+                  getScale().convertToDouble()};
   std::string error =
       checkSegment(segment, source->getShardShape(), target.getShardShape());
   if (!error.empty())
@@ -198,9 +199,9 @@ LogicalResult CopyOp::verify() {
 
 LogicalResult FillOp::verify() {
   auto target = (*this)->getParentOfType<TargetShardOp>();
-  Fill fill{target.getRank(),
+  Fill fill{static_cast<int64_t>(target.getRank()),
             Extents(getShape().begin(), getShape().end()),
-            {getDstOffset(),
+            {static_cast<int64_t>(getDstOffset()),
              Extents(getDstStrides().begin(), getDstStrides().end())}};
   std::string error = checkFill(fill, target.getShardShape());
   if (!error.empty())
