@@ -25,8 +25,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "RandomMaps.h"
-#include "ucp/Layout/TensorParallelLayouts.h"
+#include "CopyWorkloads.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CpuExecutor.h"
 
@@ -108,39 +107,11 @@ Workload makeWorkload(const std::vector<ParamMap> &from,
   return w;
 }
 
-/// Extracting `map` from its full tensor.
-Workload extractWorkload(const ParamMap &map) {
-  return makeWorkload({getFullTensorMap(map)}, {map});
-}
-
 std::map<std::string, Workload> &workloads() {
   static std::map<std::string, Workload> all = [] {
     std::map<std::string, Workload> w;
-    const int64_t rows = 16384; // 64 MiB of f32 per layout at 1024 columns.
-    w["row_split"] = extractWorkload(
-        *buildSplitLayout("w", {rows, 1024}, 0, getShardSizes(rows, 4)));
-    // Column splits at tp4: each shard row is 64 (256 B) or 1024 (4 KiB)
-    // floats.
-    w["column_256B"] = extractWorkload(
-        *buildSplitLayout("w", {65536, 256}, 1, getShardSizes(256, 4)));
-    w["column_4KiB"] = extractWorkload(
-        *buildSplitLayout("w", {4096, 4096}, 1, getShardSizes(4096, 4)));
-    w["bigcode"] =
-        extractWorkload(buildBigcodeLayout("w", 8192, 4096, 1024, 4));
-    w["codegen"] = extractWorkload(*buildCodegenLayout("w", 4096, 1024, 4));
-    // A 1 GiB map set (f32): 16 MLP-like weights of 64 MiB, half split by
-    // rows, half by columns.
-    std::vector<ParamMap> tp4, tp2;
-    for (int i = 0; i < 16; ++i) {
-      int64_t dim = i % 2;
-      Extents shape = {4096, 4096};
-      tp4.push_back(*buildSplitLayout("w" + std::to_string(i), shape, dim,
-                                      getShardSizes(4096, 4)));
-      tp2.push_back(*buildSplitLayout("w" + std::to_string(i), shape, dim,
-                                      getShardSizes(4096, 2)));
-    }
-    w["reshard_4_to_2_1GiB"] = makeWorkload(tp4, tp2);
-    w["reshard_2_to_4_1GiB"] = makeWorkload(tp2, tp4);
+    for (const CopyWorkload &workload : getCopyWorkloads())
+      w[workload.name] = makeWorkload(workload.from, workload.to);
     return w;
   }();
   return all;
@@ -225,10 +196,8 @@ void runMemcpy(benchmark::State &state, const std::string &name) {
 }
 
 int registerAll() {
-  for (const char *name :
-       {"row_split", "column_256B", "column_4KiB", "bigcode", "codegen",
-        "reshard_4_to_2_1GiB", "reshard_2_to_4_1GiB"}) {
-    std::string n = name;
+  for (const CopyWorkload &workload : getCopyWorkloads()) {
+    const std::string &n = workload.name;
     benchmark::RegisterBenchmark(("memcpy/" + n).c_str(), runMemcpy, n)
         ->Arg(1)
         ->Unit(benchmark::kMillisecond)

@@ -80,9 +80,15 @@ struct Driver {
   int (*memFree)(CUdeviceptr);
   int (*memcpyHtoD)(CUdeviceptr, const void *, size_t);
   int (*memcpyDtoH)(void *, CUdeviceptr, size_t);
+  int (*memcpyDtoD)(CUdeviceptr, CUdeviceptr, size_t);
   int (*launchKernel)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
                       unsigned, unsigned, void *, void **, void **);
   int (*ctxSynchronize)();
+  int (*eventCreate)(void **, unsigned);
+  int (*eventRecord)(void *, void *);
+  int (*eventSynchronize)(void *);
+  int (*eventElapsedTime)(float *, void *, void *);
+  int (*eventDestroy)(void *);
   int (*getErrorString)(int, const char **);
 
   std::string describe(int result) const {
@@ -113,8 +119,14 @@ struct Driver {
         !resolve(library, "cuMemFree_v2", d.memFree) ||
         !resolve(library, "cuMemcpyHtoD_v2", d.memcpyHtoD) ||
         !resolve(library, "cuMemcpyDtoH_v2", d.memcpyDtoH) ||
+        !resolve(library, "cuMemcpyDtoD_v2", d.memcpyDtoD) ||
         !resolve(library, "cuLaunchKernel", d.launchKernel) ||
         !resolve(library, "cuCtxSynchronize", d.ctxSynchronize) ||
+        !resolve(library, "cuEventCreate", d.eventCreate) ||
+        !resolve(library, "cuEventRecord", d.eventRecord) ||
+        !resolve(library, "cuEventSynchronize", d.eventSynchronize) ||
+        !resolve(library, "cuEventElapsedTime", d.eventElapsedTime) ||
+        !resolve(library, "cuEventDestroy_v2", d.eventDestroy) ||
         !resolve(library, "cuGetErrorString", d.getErrorString))
       return refuse("libcuda.so.1 lacks an entry point affine-ucp needs");
     return d;
@@ -204,42 +216,85 @@ llvm::Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(state)));
 }
 
-llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
-                              const ProgramBuffers &buffers) {
-  Driver &d = state->driver;
-  int64_t size = getElementSize(state->type);
+namespace {
+
+/// Device memory, freed when it goes out of scope.
+class DeviceMemory {
+public:
+  explicit DeviceMemory(const Driver &driver) : driver(driver) {}
+  DeviceMemory(const DeviceMemory &) = delete;
+  ~DeviceMemory() {
+    for (CUdeviceptr pointer : owned)
+      driver.memFree(pointer);
+  }
+
+  /// Allocates `bytes` (at least one) into `pointer`.
+  llvm::Error allocate(CUdeviceptr &pointer, size_t bytes) {
+    if (int result = driver.memAlloc(&pointer, std::max<size_t>(bytes, 1)))
+      return refuse("cannot allocate " + std::to_string(bytes) +
+                    " bytes of GPU memory: " + driver.describe(result));
+    owned.push_back(pointer);
+    return llvm::Error::success();
+  }
+
+private:
+  const Driver &driver;
+  std::vector<CUdeviceptr> owned;
+};
+
+/// A CUDA event, destroyed when it goes out of scope.
+struct Event {
+  const Driver &driver;
+  void *handle = nullptr;
+  explicit Event(const Driver &driver) : driver(driver) {}
+  ~Event() {
+    if (handle)
+      driver.eventDestroy(handle);
+  }
+};
+
+} // namespace
+
+/// A program's buffers on the device: sources uploaded, targets allocated.
+struct CudaExecutor::DeviceBuffers {
+  explicit DeviceBuffers(const Driver &driver) : memory(driver) {}
+  DeviceMemory memory;
   std::map<int64_t, CUdeviceptr> sources, targets;
-  auto release = [&] {
-    for (auto &entry : sources)
-      d.memFree(entry.second);
-    for (auto &entry : targets)
-      d.memFree(entry.second);
-  };
-  auto check = [&](int result, const char *what) -> llvm::Error {
-    if (result == 0)
-      return llvm::Error::success();
-    release();
-    return refuse(std::string(what) + ": " + d.describe(result));
-  };
+};
+
+llvm::Error CudaExecutor::check(int result, const char *what) const {
+  if (result == 0)
+    return llvm::Error::success();
+  return refuse(std::string(what) + ": " + state->driver.describe(result));
+}
+
+llvm::Error CudaExecutor::upload(const CopyProgram &program,
+                                 const ProgramBuffers &buffers,
+                                 DeviceBuffers &device) const {
+  int64_t size = getElementSize(state->type);
   for (const auto &[rank, elements] : program.sourceElements) {
     if (elements == 0 || !buffers.sources.count(rank))
       continue;
-    if (llvm::Error e = check(d.memAlloc(&sources[rank], elements * size),
-                              "cannot allocate GPU memory"))
-      return e;
     if (llvm::Error e =
-            check(d.memcpyHtoD(sources[rank], buffers.sources.at(rank),
-                               elements * size),
-                  "cannot copy a source shard to the GPU"))
+            device.memory.allocate(device.sources[rank], elements * size))
+      return e;
+    if (llvm::Error e = check(state->driver.memcpyHtoD(device.sources[rank],
+                                                       buffers.sources.at(rank),
+                                                       elements * size),
+                              "cannot copy a source shard to the GPU"))
       return e;
   }
-  for (const auto &[rank, elements] : program.targetElements) {
-    if (elements == 0)
-      continue;
-    if (llvm::Error e = check(d.memAlloc(&targets[rank], elements * size),
-                              "cannot allocate GPU memory"))
-      return e;
-  }
+  for (const auto &[rank, elements] : program.targetElements)
+    if (elements != 0)
+      if (llvm::Error e =
+              device.memory.allocate(device.targets[rank], elements * size))
+        return e;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaExecutor::launch(size_t index,
+                                 const DeviceBuffers &device) const {
+  Driver &d = state->driver;
   for (const CudaLaunch &launch : state->kernels.launches) {
     if (launch.program != index || launch.units == 0)
       continue;
@@ -248,9 +303,9 @@ llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
                                                   launch.kernel.c_str()),
                               "a generated kernel is missing"))
       return e;
-    CUdeviceptr target = targets.at(launch.targetBuffer);
+    CUdeviceptr target = device.targets.at(launch.targetBuffer);
     CUdeviceptr source =
-        launch.sourceBuffer >= 0 ? sources.at(launch.sourceBuffer) : 0;
+        launch.sourceBuffer >= 0 ? device.sources.at(launch.sourceBuffer) : 0;
     void *copyArgs[] = {&source, &target};
     void *fillArgs[] = {&target};
     CudaGrid grid = getLaunchGrid(launch.units);
@@ -262,14 +317,95 @@ llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
                   "a kernel launch failed"))
       return e;
   }
-  if (llvm::Error e = check(d.ctxSynchronize(), "the kernels failed"))
-    return e;
-  for (const auto &[rank, pointer] : targets)
-    if (llvm::Error e =
-            check(d.memcpyDtoH(buffers.targets.at(rank), pointer,
-                               program.targetElements.at(rank) * size),
-                  "cannot copy a target shard back from the GPU"))
-      return e;
-  release();
   return llvm::Error::success();
+}
+
+llvm::Error CudaExecutor::download(const CopyProgram &program,
+                                   const ProgramBuffers &buffers,
+                                   const DeviceBuffers &device) const {
+  int64_t size = getElementSize(state->type);
+  for (const auto &[rank, pointer] : device.targets)
+    if (llvm::Error e = check(
+            state->driver.memcpyDtoH(buffers.targets.at(rank), pointer,
+                                     program.targetElements.at(rank) * size),
+            "cannot copy a target shard back from the GPU"))
+      return e;
+  return llvm::Error::success();
+}
+
+llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
+                              const ProgramBuffers &buffers) {
+  DeviceBuffers device(state->driver);
+  if (llvm::Error e = upload(program, buffers, device))
+    return e;
+  if (llvm::Error e = launch(index, device))
+    return e;
+  if (llvm::Error e =
+          check(state->driver.ctxSynchronize(), "the kernels failed"))
+    return e;
+  return download(program, buffers, device);
+}
+
+llvm::Expected<CudaTiming> CudaExecutor::time(size_t index,
+                                              const CopyProgram &program,
+                                              const ProgramBuffers &buffers,
+                                              int repeats) {
+  Driver &d = state->driver;
+  DeviceBuffers device(d);
+  if (llvm::Error e = upload(program, buffers, device))
+    return std::move(e);
+  Event start(d), stop(d);
+  if (llvm::Error e =
+          check(d.eventCreate(&start.handle, 0), "cannot create a CUDA event"))
+    return std::move(e);
+  if (llvm::Error e =
+          check(d.eventCreate(&stop.handle, 0), "cannot create a CUDA event"))
+    return std::move(e);
+  // Seconds per repetition of `body`, after one untimed warm-up.
+  auto measure = [&](auto body) -> llvm::Expected<double> {
+    if (llvm::Error e = body())
+      return std::move(e);
+    if (llvm::Error e = check(d.eventRecord(start.handle, nullptr),
+                              "cannot record a CUDA event"))
+      return std::move(e);
+    for (int i = 0; i < repeats; ++i)
+      if (llvm::Error e = body())
+        return std::move(e);
+    if (llvm::Error e = check(d.eventRecord(stop.handle, nullptr),
+                              "cannot record a CUDA event"))
+      return std::move(e);
+    if (llvm::Error e =
+            check(d.eventSynchronize(stop.handle), "the kernels failed"))
+      return std::move(e);
+    float milliseconds = 0;
+    if (llvm::Error e =
+            check(d.eventElapsedTime(&milliseconds, start.handle, stop.handle),
+                  "cannot read a CUDA event"))
+      return std::move(e);
+    return milliseconds / 1e3 / std::max(repeats, 1);
+  };
+  CudaTiming timing;
+  int64_t size = getElementSize(state->type);
+  for (const auto &[rank, elements] : program.targetElements)
+    timing.bytes += elements * size;
+  llvm::Expected<double> kernels =
+      measure([&] { return launch(index, device); });
+  if (!kernels)
+    return kernels.takeError();
+  timing.kernelSeconds = *kernels;
+  if (llvm::Error e = download(program, buffers, device))
+    return std::move(e);
+  CUdeviceptr from = 0, to = 0;
+  if (llvm::Error e = device.memory.allocate(from, timing.bytes))
+    return std::move(e);
+  if (llvm::Error e = device.memory.allocate(to, timing.bytes))
+    return std::move(e);
+  llvm::Expected<double> copy = measure([&] {
+    return check(d.memcpyDtoD(to, from, timing.bytes),
+                 "a device-to-device copy failed");
+  });
+  if (!copy)
+    return copy.takeError();
+  timing.memcpySeconds = *copy;
+  return timing;
 }

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "RandomMaps.h"
+#include "RandomPlans.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CpuExecutor.h"
@@ -64,9 +65,6 @@ std::map<int64_t, Bytes> executeWithCpu(const TransferPlan &plan,
 /// random world sizes), against the element-by-element reference.
 TEST(CpuExecutor, RandomPlansMatchTheReferenceForEveryDType) {
   std::mt19937_64 rng(41);
-  const DType types[] = {DType::F64,    DType::F32,    DType::F16, DType::BF16,
-                         DType::F8E4M3, DType::F8E5M2, DType::I64, DType::I32,
-                         DType::I16,    DType::I8,     DType::U8,  DType::Bool};
   for (int i = 0; i < 1000; ++i) {
     Extents shape;
     for (int64_t d = 0, rank = 1 + rng() % 3; d < rank; ++d)
@@ -84,7 +82,7 @@ TEST(CpuExecutor, RandomPlansMatchTheReferenceForEveryDType) {
       llvm::Expected<TransferPlan> plan =
           composeMaps(from ? *from : full, to, {}, sent);
       ASSERT_TRUE(static_cast<bool>(plan));
-      for (DType type : types) {
+      for (DType type : kAllDTypes) {
         int64_t size = getElementSize(type);
         std::map<int64_t, Bytes> sources;
         for (const auto &[rank, shard] : plan->sourceShards) {
@@ -212,8 +210,7 @@ TEST(CpuExecutor, OptimizerStatePowersInvertTheScale) {
 /// type (the CUDA kernels share this arithmetic, so both executors write
 /// the same bytes); the finite 2.0 next to it halves.
 TEST(CpuExecutor, ScaledNaNsKeepTheirBits) {
-  uint64_t f64[] = {0x7ff8000000000001, 0xfff0000000000001,
-                    0x4000000000000000};
+  uint64_t f64[] = {0x7ff8000000000001, 0xfff0000000000001, 0x4000000000000000};
   scaleElements(DType::F64, f64, 3, 0.5);
   EXPECT_EQ(f64[0], 0x7ff8000000000001u);
   EXPECT_EQ(f64[1], 0xfff0000000000001u);

@@ -24,6 +24,17 @@ namespace ucp {
 llvm::Expected<std::string> compileCudaToPtx(const std::string &source,
                                              const std::string &arch);
 
+/// Times of one program on the GPU, against a device-to-device memcpy of
+/// the same bytes.
+struct CudaTiming {
+  /// Bytes of every target buffer: what one run writes.
+  int64_t bytes = 0;
+  /// Seconds of one run of the program's kernels, buffers on the device.
+  double kernelSeconds = 0;
+  /// Seconds of one cuMemcpyDtoD of `bytes`.
+  double memcpySeconds = 0;
+};
+
 /// A GPU ready to run copy programs of one element type.
 class CudaExecutor {
 public:
@@ -40,10 +51,28 @@ public:
   llvm::Error run(size_t index, const CopyProgram &program,
                   const ProgramBuffers &buffers);
 
+  /// Times program `index` with its buffers on the device (CUDA events
+  /// around `repeats` runs after a warm-up), copies the targets back to
+  /// `buffers`, and times a device-to-device memcpy of the same bytes.
+  llvm::Expected<CudaTiming> time(size_t index, const CopyProgram &program,
+                                  const ProgramBuffers &buffers, int repeats);
+
   struct State;
 
 private:
+  struct DeviceBuffers;
   explicit CudaExecutor(std::unique_ptr<State> state);
+  /// Fails with `what` and the driver's message unless `result` is 0.
+  llvm::Error check(int result, const char *what) const;
+  /// Copies the sources of `buffers` to the device; allocates the targets.
+  llvm::Error upload(const CopyProgram &program, const ProgramBuffers &buffers,
+                     DeviceBuffers &device) const;
+  /// Launches program `index`'s kernels (asynchronously).
+  llvm::Error launch(size_t index, const DeviceBuffers &device) const;
+  /// Copies the targets back into `buffers`.
+  llvm::Error download(const CopyProgram &program,
+                       const ProgramBuffers &buffers,
+                       const DeviceBuffers &device) const;
   std::unique_ptr<State> state;
 };
 

@@ -1,0 +1,215 @@
+//===- GpuCheck.cpp - Generated kernels on a GPU, checked and timed -------===//
+//
+// ucp-gpu-check runs the CUDA executor on a real GPU:
+//   * check: random plans of every element type (RandomPlans.h), run by the
+//     CUDA executor and by the CPU executor, compared byte for byte;
+//   * bench: the copy benchmark's workloads (CopyWorkloads.h) in f32 and
+//     bf16: kernel time with the buffers on the device, against a
+//     device-to-device memcpy of the same bytes, and the CPU executor on
+//     every core of the same machine; each result is also compared with
+//     the CPU executor's.
+// It links no MLIR and LLVM's Support library statically, so the binary
+// runs on a machine that has only the NVIDIA driver and NVRTC
+// (scripts/gpu-check). Exit status 0: every output equal; 1: a difference
+// or an error (no GPU included), said on stderr.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CopyWorkloads.h"
+#include "RandomPlans.h"
+#include "ucp/Plan/Compose.h"
+#include "ucp/Runtime/CudaExecutor.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <chrono>
+#include <cstring>
+
+using namespace ucp;
+using namespace ucp::testing;
+
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+/// Host buffers of one program: sources filled, targets for the CPU and
+/// for the GPU.
+struct HostBuffers {
+  std::map<int64_t, Bytes> sources, cpuTargets, gpuTargets;
+  ProgramBuffers cpu, gpu;
+
+  HostBuffers(const HostBuffers &) = delete;
+  HostBuffers(const CopyProgram &program, int64_t size, uint64_t seed) {
+    for (const auto &[rank, elements] : program.sourceElements) {
+      Bytes &data = sources[rank];
+      data.resize(elements * size);
+      // A cheap hash of the position: distinct bytes, fast at 1 GiB.
+      uint64_t x = seed + rank;
+      for (size_t b = 0; b < data.size(); ++b)
+        data[b] = static_cast<uint8_t>((x + b) * 0x9E3779B97F4A7C15ull >> 56);
+      cpu.sources[rank] = gpu.sources[rank] = data.data();
+    }
+    for (const auto &[rank, elements] : program.targetElements) {
+      cpuTargets[rank].assign(elements * size, 0xAB);
+      gpuTargets[rank].assign(elements * size, 0xCD);
+      cpu.targets[rank] = cpuTargets[rank].data();
+      gpu.targets[rank] = gpuTargets[rank].data();
+    }
+  }
+
+  /// Describes the first byte where the GPU's targets differ from the
+  /// CPU's; empty when they are equal.
+  std::string difference() const {
+    for (const auto &[rank, expected] : cpuTargets) {
+      const Bytes &actual = gpuTargets.at(rank);
+      for (size_t b = 0; b < expected.size(); ++b)
+        if (expected[b] != actual[b])
+          return "target rank " + std::to_string(rank) + " byte " +
+                 std::to_string(b) + ": CPU " + std::to_string(expected[b]) +
+                 ", GPU " + std::to_string(actual[b]);
+    }
+    return "";
+  }
+};
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+/// Random plans of every dtype on the GPU and the CPU; returns false on the
+/// first difference or error.
+bool checkRandomPlans() {
+  std::mt19937_64 rng(2026);
+  size_t programCount = 0;
+  auto start = std::chrono::steady_clock::now();
+  for (DType type : kAllDTypes) {
+    std::string name = getSafetensorsName(type).str();
+    std::vector<std::pair<std::string, CopyProgram>> programs;
+    for (const TransferPlan &plan : makeExecutionPlans(rng, type, 100))
+      programs.push_back(
+          {"plan " + std::to_string(programs.size()), lowerPlan(plan)});
+    llvm::Expected<std::unique_ptr<CudaExecutor>> gpu =
+        CudaExecutor::create(programs, type);
+    if (!gpu) {
+      llvm::errs() << "ucp-gpu-check: " << name << ": "
+                   << llvm::toString(gpu.takeError()) << "\n";
+      return false;
+    }
+    for (size_t i = 0; i < programs.size(); ++i) {
+      const CopyProgram &program = programs[i].second;
+      HostBuffers buffers(program, getElementSize(type), rng());
+      executeOnCpu(program, buffers.cpu, type, 0);
+      if (llvm::Error e = (*gpu)->run(i, program, buffers.gpu)) {
+        llvm::errs() << "ucp-gpu-check: " << name << " plan " << i << ": "
+                     << llvm::toString(std::move(e)) << "\n";
+        return false;
+      }
+      std::string difference = buffers.difference();
+      if (!difference.empty()) {
+        llvm::errs() << "ucp-gpu-check: " << name << " plan " << i
+                     << " differs from the CPU executor at " << difference
+                     << "\n";
+        return false;
+      }
+    }
+    programCount += programs.size();
+  }
+  llvm::outs() << "check: " << programCount << " random programs over "
+               << std::size(kAllDTypes)
+               << " dtypes: GPU output equals the CPU executor's byte for "
+                  "byte ("
+               << llvm::format("%.1f", secondsSince(start)) << " s)\n";
+  return true;
+}
+
+/// Times every workload on the GPU and the CPU in `type`, checking each
+/// result; returns false on a difference or error.
+bool benchWorkloads(DType type, int repeats) {
+  std::string name = getSafetensorsName(type).str();
+  llvm::outs() << "\nbench (" << name << ", GB/s of target bytes written; "
+               << "GPU: kernels only, buffers on the device, mean of "
+               << repeats << " runs)\n";
+  llvm::outs() << "workload                     MiB       GPU    memcpy "
+                  "GPU/memcpy       CPU\n";
+  int64_t size = getElementSize(type);
+  for (const CopyWorkload &workload : getCopyWorkloads()) {
+    std::vector<std::pair<std::string, CopyProgram>> programs;
+    SentElements sent;
+    for (size_t i = 0; i < workload.from.size(); ++i)
+      programs.push_back({workload.from[i].name,
+                          lowerPlan(*composeMaps(workload.from[i],
+                                                 workload.to[i], {}, sent))});
+    llvm::Expected<std::unique_ptr<CudaExecutor>> gpu =
+        CudaExecutor::create(programs, type);
+    if (!gpu) {
+      llvm::errs() << "ucp-gpu-check: " << workload.name << ": "
+                   << llvm::toString(gpu.takeError()) << "\n";
+      return false;
+    }
+    CudaTiming total;
+    double cpuSeconds = 0;
+    for (size_t i = 0; i < programs.size(); ++i) {
+      const CopyProgram &program = programs[i].second;
+      HostBuffers buffers(program, size, i);
+      llvm::Expected<CudaTiming> timing =
+          (*gpu)->time(i, program, buffers.gpu, repeats);
+      if (!timing) {
+        llvm::errs() << "ucp-gpu-check: " << workload.name << ": "
+                     << llvm::toString(timing.takeError()) << "\n";
+        return false;
+      }
+      total.bytes += timing->bytes;
+      total.kernelSeconds += timing->kernelSeconds;
+      total.memcpySeconds += timing->memcpySeconds;
+      double best = 1e30;
+      for (int run = 0; run < 3; ++run) {
+        auto start = std::chrono::steady_clock::now();
+        executeOnCpu(program, buffers.cpu, type, 0);
+        best = std::min(best, secondsSince(start));
+      }
+      cpuSeconds += best;
+      std::string difference = buffers.difference();
+      if (!difference.empty()) {
+        llvm::errs() << "ucp-gpu-check: " << workload.name << " ("
+                     << programs[i].first
+                     << ") differs from the CPU executor at " << difference
+                     << "\n";
+        return false;
+      }
+    }
+    double gpuRate = total.bytes / total.kernelSeconds / 1e9;
+    double copyRate = total.bytes / total.memcpySeconds / 1e9;
+    llvm::outs() << llvm::format("%-22s %9.0f %9.1f %9.1f %10.2f %9.2f\n",
+                                 workload.name.c_str(), total.bytes / 1048576.0,
+                                 gpuRate, copyRate, gpuRate / copyRate,
+                                 total.bytes / cpuSeconds / 1e9);
+  }
+  return true;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  bool check = true, bench = true;
+  if (argc == 2 && std::strcmp(argv[1], "check") == 0)
+    bench = false;
+  else if (argc == 2 && std::strcmp(argv[1], "bench") == 0)
+    check = false;
+  else if (argc != 1) {
+    llvm::errs() << "usage: ucp-gpu-check [check | bench]\n"
+                    "  check: random plans of every dtype on the GPU, "
+                    "compared with the CPU executor\n"
+                    "  bench: the copy benchmark's workloads, GPU kernels "
+                    "against device memcpy and the CPU\n"
+                    "  (no argument: both)\n";
+    return 1;
+  }
+  if (check && !checkRandomPlans())
+    return 1;
+  if (bench &&
+      !(benchWorkloads(DType::F32, 20) && benchWorkloads(DType::BF16, 20)))
+    return 1;
+  return 0;
+}

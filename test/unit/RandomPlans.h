@@ -1,0 +1,34 @@
+//===- RandomPlans.h - Random plans for executor tests ----------*- C++ -*-===//
+//
+// The plans every executor (CPU, generated CUDA on the host, CUDA on a GPU)
+// is checked on: random layouts between random world sizes, extracts and
+// rebuilds, with scales where the element type is floating point, plus a
+// padded vocabulary (fills) and 16-byte aligned splits (vector copies).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_TEST_UNIT_RANDOMPLANS_H
+#define UCP_TEST_UNIT_RANDOMPLANS_H
+
+#include "ucp/Plan/TransferPlan.h"
+#include "ucp/Runtime/DType.h"
+
+#include <random>
+
+namespace ucp::testing {
+
+/// Every element type the executors move.
+inline constexpr DType kAllDTypes[] = {
+    DType::F64,    DType::F32,    DType::F16, DType::BF16,
+    DType::F8E4M3, DType::F8E5M2, DType::I64, DType::I32,
+    DType::I16,    DType::I8,     DType::U8,  DType::Bool};
+
+/// Returns `count` random plans for elements of `type` followed by the
+/// three fixed ones (padded vocabulary, column extract, column to row
+/// reshard).
+std::vector<TransferPlan> makeExecutionPlans(std::mt19937_64 &rng, DType type,
+                                             int count = 60);
+
+} // namespace ucp::testing
+
+#endif // UCP_TEST_UNIT_RANDOMPLANS_H
