@@ -11,7 +11,8 @@ from lit.llvm import llvm_config
 config.name = "AFFINE-UCP"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "unit", "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py"]
+config.excludes = ["Inputs", "unit", "gpu", "fakecuda", "CMakeLists.txt",
+                   "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ucp_obj_root, "test")
 
@@ -25,7 +26,11 @@ config.substitutions.append(
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["affine-opt", "affine-translate", "affine-run"], [config.ucp_tools_dir])
+    ["affine-opt", "affine-translate", "affine-run", "ucp-gpu-check"],
+    [config.ucp_tools_dir])
+# Stand-ins for libcuda.so.1 and libnvrtc.so that run kernels on the host.
+config.substitutions.append(
+    ("%fake_cuda", os.path.join(config.ucp_obj_root, "test", "fakecuda", "lib")))
 
 # Optional hardware and tools: tests that need them say REQUIRES.
 nvcc = os.path.join(config.cuda_root, "bin", "nvcc")

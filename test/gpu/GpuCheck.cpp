@@ -20,6 +20,8 @@
 #include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CudaExecutor.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -124,9 +126,11 @@ bool checkRandomPlans() {
   return true;
 }
 
-/// Times every workload on the GPU and the CPU in `type`, checking each
-/// result; returns false on a difference or error.
-bool benchWorkloads(DType type, int repeats) {
+/// Times the workloads named in `names` (all when empty) on the GPU and
+/// the CPU in `type`, checking each result; returns false on a difference
+/// or error.
+bool benchWorkloads(DType type, int repeats,
+                    const std::vector<std::string> &names) {
   std::string name = getSafetensorsName(type).str();
   llvm::outs() << "\nbench (" << name << ", GB/s of target bytes written; "
                << "GPU: kernels only, buffers on the device, mean of "
@@ -135,6 +139,8 @@ bool benchWorkloads(DType type, int repeats) {
                   "GPU/memcpy       CPU\n";
   int64_t size = getElementSize(type);
   for (const CopyWorkload &workload : getCopyWorkloads()) {
+    if (!names.empty() && !llvm::is_contained(names, workload.name))
+      continue;
     std::vector<std::pair<std::string, CopyProgram>> programs;
     SentElements sent;
     for (size_t i = 0; i < workload.from.size(); ++i)
@@ -192,24 +198,33 @@ bool benchWorkloads(DType type, int repeats) {
 } // namespace
 
 int main(int argc, char **argv) {
-  bool check = true, bench = true;
-  if (argc == 2 && std::strcmp(argv[1], "check") == 0)
-    bench = false;
-  else if (argc == 2 && std::strcmp(argv[1], "bench") == 0)
-    check = false;
-  else if (argc != 1) {
-    llvm::errs() << "usage: ucp-gpu-check [check | bench]\n"
+  std::string mode = argc > 1 ? argv[1] : "";
+  std::vector<std::string> names(argv + std::min(argc, 2), argv + argc);
+  std::vector<std::string> known;
+  for (const CopyWorkload &workload : getCopyWorkloads())
+    known.push_back(workload.name);
+  bool usage = !(mode.empty() || mode == "check" || mode == "bench") ||
+               (mode != "bench" && !names.empty());
+  for (const std::string &name : names)
+    if (!llvm::is_contained(known, name)) {
+      llvm::errs() << "ucp-gpu-check: no workload named '" << name << "'\n";
+      usage = true;
+    }
+  if (usage) {
+    llvm::errs() << "usage: ucp-gpu-check [check | bench [WORKLOAD...]]\n"
                     "  check: random plans of every dtype on the GPU, "
                     "compared with the CPU executor\n"
                     "  bench: the copy benchmark's workloads, GPU kernels "
                     "against device memcpy and the CPU\n"
-                    "  (no argument: both)\n";
+                    "  (no argument: both)\n"
+                    "workloads: "
+                 << llvm::join(known, ", ") << "\n";
     return 1;
   }
-  if (check && !checkRandomPlans())
+  if (mode != "bench" && !checkRandomPlans())
     return 1;
-  if (bench &&
-      !(benchWorkloads(DType::F32, 20) && benchWorkloads(DType::BF16, 20)))
+  if (mode != "check" && !(benchWorkloads(DType::F32, 20, names) &&
+                           benchWorkloads(DType::BF16, 20, names)))
     return 1;
   return 0;
 }
