@@ -141,26 +141,32 @@ TEST(CpuExecutor, ShortRunCopiesRunInBandsAndStayExact) {
 }
 
 TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
-  // Copies over 1 MiB stream their runs; runs of 129 and 128 elements start
-  // anywhere in a vector, so every run has a head and a tail, for element
-  // sizes 1 to 8.
-  ParamMap target = *buildSplitLayout("w", {8200, 257}, 1, {129, 128});
-  ParamMap full = getFullTensorMap(target);
-  SentElements sent;
-  TransferPlan extract = *composeMaps(full, target, {}, sent);
-  TransferPlan rebuild = *composeMaps(target, full, {}, sent);
-  for (DType type : {DType::U8, DType::BF16, DType::F32, DType::F64}) {
-    int64_t size = getElementSize(type);
-    std::map<int64_t, Bytes> sources;
-    Bytes &data = sources[0];
-    data.resize(8200 * 257 * size);
-    for (size_t b = 0; b < data.size(); ++b)
-      data[b] = static_cast<uint8_t>(b * 2654435761u >> 9);
-    std::map<int64_t, Bytes> shards = executeWithCpu(extract, sources, type, 2);
-    EXPECT_EQ(shards, referenceRun(extract, sources, size))
-        << getSafetensorsName(type).str();
-    EXPECT_EQ(executeWithCpu(rebuild, shards, type, 1), sources)
-        << getSafetensorsName(type).str();
+  // Copies over 1 MiB stream their runs. Runs of 129 and 128 elements
+  // (short: 16-byte vectors) and of 1025 and 1024 elements (long: 32-byte
+  // vectors where the processor has AVX2) start anywhere in a vector, so
+  // runs have heads and tails, for element sizes 1 to 8.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{8200, 257},
+                            std::pair<int64_t, int64_t>{1100, 2049}}) {
+    ParamMap target =
+        *buildSplitLayout("w", {rows, cols}, 1, {(cols + 1) / 2, cols / 2});
+    ParamMap full = getFullTensorMap(target);
+    SentElements sent;
+    TransferPlan extract = *composeMaps(full, target, {}, sent);
+    TransferPlan rebuild = *composeMaps(target, full, {}, sent);
+    for (DType type : {DType::U8, DType::BF16, DType::F32, DType::F64}) {
+      std::string name =
+          getSafetensorsName(type).str() + " cols " + std::to_string(cols);
+      int64_t size = getElementSize(type);
+      std::map<int64_t, Bytes> sources;
+      Bytes &data = sources[0];
+      data.resize(rows * cols * size);
+      for (size_t b = 0; b < data.size(); ++b)
+        data[b] = static_cast<uint8_t>(b * 2654435761u >> 9);
+      std::map<int64_t, Bytes> shards =
+          executeWithCpu(extract, sources, type, 2);
+      EXPECT_EQ(shards, referenceRun(extract, sources, size)) << name;
+      EXPECT_EQ(executeWithCpu(rebuild, shards, type, 1), sources) << name;
+    }
   }
 }
 
