@@ -26,7 +26,6 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
-#include <cstring>
 
 using namespace ucp;
 using namespace ucp::testing;

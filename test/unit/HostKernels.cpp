@@ -2,6 +2,7 @@
 
 #include "HostKernels.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
