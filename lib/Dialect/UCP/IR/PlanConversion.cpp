@@ -9,6 +9,26 @@ static Extents toExtents(llvm::ArrayRef<int64_t> values) {
   return Extents(values.begin(), values.end());
 }
 
+Segment ucp::toSegment(CopyOp copy) {
+  auto target = copy->getParentOfType<TargetShardOp>();
+  return {toExtents(copy.getShape()),
+          static_cast<int64_t>(copy.getSourceRank()),
+          {static_cast<int64_t>(copy.getSrcOffset()),
+           toExtents(copy.getSrcStrides())},
+          static_cast<int64_t>(target.getRank()),
+          {static_cast<int64_t>(copy.getDstOffset()),
+           toExtents(copy.getDstStrides())},
+          copy.getScale().convertToDouble()};
+}
+
+Fill ucp::toFill(FillOp fill) {
+  auto target = fill->getParentOfType<TargetShardOp>();
+  return {static_cast<int64_t>(target.getRank()),
+          toExtents(fill.getShape()),
+          {static_cast<int64_t>(fill.getDstOffset()),
+           toExtents(fill.getDstStrides())}};
+}
+
 TransferPlan ucp::toTransferPlan(PlanOp planOp) {
   TransferPlan plan;
   plan.name = planOp.getSymName().str();
@@ -20,19 +40,9 @@ TransferPlan ucp::toTransferPlan(PlanOp planOp) {
     plan.targetShards[target.getRank()] = toExtents(target.getShardShape());
     for (Operation &op : target.getBody().front()) {
       if (auto copy = dyn_cast<CopyOp>(op))
-        plan.segments.push_back({toExtents(copy.getShape()),
-                                 static_cast<int64_t>(copy.getSourceRank()),
-                                 {static_cast<int64_t>(copy.getSrcOffset()),
-                                  toExtents(copy.getSrcStrides())},
-                                 static_cast<int64_t>(target.getRank()),
-                                 {static_cast<int64_t>(copy.getDstOffset()),
-                                  toExtents(copy.getDstStrides())},
-                                 copy.getScale().convertToDouble()});
+        plan.segments.push_back(toSegment(copy));
       else if (auto fill = dyn_cast<FillOp>(op))
-        plan.fills.push_back({static_cast<int64_t>(target.getRank()),
-                              toExtents(fill.getShape()),
-                              {static_cast<int64_t>(fill.getDstOffset()),
-                               toExtents(fill.getDstStrides())}});
+        plan.fills.push_back(toFill(fill));
     }
   }
   return plan;

@@ -182,14 +182,7 @@ LogicalResult CopyOp::verify() {
   if (!source)
     return emitOpError("reads from source rank ")
            << getSourceRank() << ", which declares no shard";
-  Segment segment{Extents(getShape().begin(), getShape().end()),
-                  static_cast<int64_t>(getSourceRank()),
-                  {static_cast<int64_t>(getSrcOffset()),
-                   Extents(getSrcStrides().begin(), getSrcStrides().end())},
-                  static_cast<int64_t>(target.getRank()),
-                  {static_cast<int64_t>(getDstOffset()),
-                   Extents(getDstStrides().begin(), getDstStrides().end())},
-                  getScale().convertToDouble()};
+  Segment segment = toSegment(*this);
   std::string error =
       checkSegment(segment, source->getShardShape(), target.getShardShape());
   if (!error.empty())
@@ -199,10 +192,7 @@ LogicalResult CopyOp::verify() {
 
 LogicalResult FillOp::verify() {
   auto target = (*this)->getParentOfType<TargetShardOp>();
-  Fill fill{static_cast<int64_t>(target.getRank()),
-            Extents(getShape().begin(), getShape().end()),
-            {static_cast<int64_t>(getDstOffset()),
-             Extents(getDstStrides().begin(), getDstStrides().end())}};
+  Fill fill = toFill(*this);
   std::string error = checkFill(fill, target.getShardShape());
   if (!error.empty())
     return emitOpError(error);

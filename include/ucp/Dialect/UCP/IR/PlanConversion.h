@@ -10,6 +10,14 @@
 
 namespace ucp {
 
+/// Returns the plain form of `copy`, a copy into the shard of its parent
+/// `ucp.target_shard`.
+Segment toSegment(CopyOp copy);
+
+/// Returns the plain form of `fill`, in the shard of its parent
+/// `ucp.target_shard`.
+Fill toFill(FillOp fill);
+
 /// Returns the plain form of `plan`; copies and fills keep their order.
 TransferPlan toTransferPlan(PlanOp plan);
 
