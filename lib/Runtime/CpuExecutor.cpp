@@ -2,9 +2,11 @@
 
 #include "ucp/Runtime/CpuExecutor.h"
 
+#include "llvm/Support/Threading.h"
+
 #include <atomic>
 #include <cstring>
-#include <thread>
+#include <pthread.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -246,6 +248,28 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
   }
 }
 
+/// Runs `work` on the calling thread and on up to `helpers` more threads. A
+/// thread that cannot be started (a process at its limit of threads, or of
+/// memory for their stacks) leaves its share to the others: the result is
+/// the same, only slower. std::thread would abort there, built without
+/// exceptions.
+void runOnThreads(unsigned helpers, llvm::function_ref<void()> work) {
+  auto entry = [](void *argument) -> void * {
+    (*static_cast<llvm::function_ref<void()> *>(argument))();
+    return nullptr;
+  };
+  std::vector<pthread_t> started;
+  for (unsigned t = 0; t < helpers; ++t) {
+    pthread_t thread;
+    if (pthread_create(&thread, nullptr, entry, &work) != 0)
+      break;
+    started.push_back(thread);
+  }
+  work();
+  for (pthread_t thread : started)
+    pthread_join(thread, nullptr);
+}
+
 } // namespace
 
 void ucp::executeOnCpu(const CopyProgram &program,
@@ -333,20 +357,11 @@ void ucp::executeOnCpu(const CopyProgram &program,
 #endif
   };
   if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min<size_t>(threads, items.size());
-  if (threads <= 1) {
-    for (const WorkItem &item : items)
-      run(item);
-    return;
-  }
+    threads = llvm::hardware_concurrency().compute_thread_count();
+  threads = std::max<size_t>(1, std::min<size_t>(threads, items.size()));
   std::atomic<size_t> next{0};
-  std::vector<std::thread> pool;
-  for (unsigned t = 0; t < threads; ++t)
-    pool.emplace_back([&] {
-      for (size_t i = next++; i < items.size(); i = next++)
-        run(items[i]);
-    });
-  for (std::thread &thread : pool)
-    thread.join();
+  runOnThreads(threads - 1, [&] {
+    for (size_t i = next++; i < items.size(); i = next++)
+      run(items[i]);
+  });
 }

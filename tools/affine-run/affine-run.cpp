@@ -64,7 +64,9 @@ static cl::opt<std::string> outPath(
     cl::sub(extractCommand), cl::sub(rebuildCommand), cl::sub(reshardCommand),
     cl::sub(initCommand), cl::cat(category));
 static cl::opt<unsigned>
-    threads("threads", cl::desc("worker threads (default: every core)"),
+    threads("threads",
+            cl::desc("worker threads (default: every core this process may run "
+                     "on)"),
             cl::init(0), cl::sub(extractCommand), cl::sub(rebuildCommand),
             cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<std::string> device(

@@ -31,7 +31,7 @@ struct TransferSide {
 struct TransferOptions {
   /// Where copies run.
   enum class Device { Cpu, Cuda } device = Device::Cpu;
-  /// Worker threads (0: every core).
+  /// Worker threads (0: every core this process may run on).
   unsigned threads = 0;
   /// The power of the scale the tensors carry: 1 for parameters, -1 and -2
   /// for Adam's moments. A power other than 1 is refused where any piece is

@@ -25,7 +25,8 @@ struct ProgramBuffers {
 };
 
 /// Runs `program` on `buffers` of elements of `type` with `threads` threads
-/// (0: every core). A factor other than 1 on a type that is not floating
+/// (0: every core this process may run on; fewer when threads cannot be
+/// started). A factor other than 1 on a type that is not floating
 /// point is an error the caller must have refused.
 void executeOnCpu(const CopyProgram &program, const ProgramBuffers &buffers,
                   DType type, unsigned threads = 0);
