@@ -5,6 +5,7 @@
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstring>
@@ -137,6 +138,9 @@ SafetensorsWriter::create(llvm::StringRef path,
           fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temporary))
     return refuse(path, "cannot create a temporary file: " + ec.message());
   writer->temporaryPath = temporary.str().str();
+  // An interrupted run (Ctrl-C, a batch system's SIGTERM) leaves nothing
+  // behind either.
+  llvm::sys::RemoveFileOnSignal(writer->temporaryPath);
   fs::file_t file = fs::convertFDToNativeFile(fd);
   uint64_t size = writer->dataStart + offset;
   std::error_code ec = fs::resize_file(fd, size);
@@ -158,8 +162,10 @@ SafetensorsWriter::create(llvm::StringRef path,
 
 SafetensorsWriter::~SafetensorsWriter() {
   region.reset();
-  if (!committed && !temporaryPath.empty())
+  if (!committed && !temporaryPath.empty()) {
     fs::remove(temporaryPath);
+    llvm::sys::DontRemoveFileOnSignal(temporaryPath);
+  }
 }
 
 char *SafetensorsWriter::getData(llvm::StringRef name) {
@@ -175,5 +181,6 @@ llvm::Error SafetensorsWriter::commit() {
     return refuse(path, "cannot rename the finished file into place: " +
                             ec.message());
   committed = true;
+  llvm::sys::DontRemoveFileOnSignal(temporaryPath);
   return llvm::Error::success();
 }

@@ -5,7 +5,7 @@
 // optional "__metadata__"), then the tensor data. Files are read through a
 // memory mapping, so tensors are used in place. Files are written through a
 // mapping too, under a temporary name that `commit` renames, so that a
-// failed run leaves nothing behind.
+// failed or interrupted run leaves nothing behind.
 //
 //===----------------------------------------------------------------------===//
 

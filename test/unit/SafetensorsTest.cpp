@@ -1,0 +1,124 @@
+//===- SafetensorsTest.cpp - Writing and reading safetensors files --------===//
+//
+// A committed file reads back what was written; a writer that is dropped, or
+// whose process is interrupted, leaves no file behind.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/IO/Safetensors.h"
+
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <cstring>
+
+using namespace ucp;
+namespace fs = llvm::sys::fs;
+
+namespace {
+
+/// A fresh folder, removed with its contents at the end of the test.
+class ScratchFolder {
+public:
+  ScratchFolder() {
+    EXPECT_FALSE(fs::createUniqueDirectory("ucp-safetensors-test", path));
+  }
+  ~ScratchFolder() { fs::remove_directories(path); }
+
+  std::string file(llvm::StringRef name) const {
+    llvm::SmallString<128> full(path);
+    llvm::sys::path::append(full, name);
+    return full.str().str();
+  }
+
+  /// The names in the folder, sorted.
+  std::vector<std::string> list() const {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(path, ec), end; it != end && !ec;
+         it.increment(ec))
+      names.push_back(llvm::sys::path::filename(it->path()).str());
+    llvm::sort(names);
+    return names;
+  }
+
+private:
+  llvm::SmallString<128> path;
+};
+
+std::vector<TensorInfo> twoTensors() {
+  return {{"b.weight", DType::BF16, {4}}, {"a.weight", DType::F32, {2, 3}}};
+}
+
+TEST(Safetensors, CommittedFileReadsBack) {
+  ScratchFolder folder;
+  std::string path = folder.file("out.safetensors");
+  {
+    auto writer = SafetensorsWriter::create(path, twoTensors());
+    ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+    float a[6] = {1, -2, 3.5f, 4, 5, -6};
+    uint16_t b[4] = {0x3f80, 0xc000, 0x7fc1, 0x0001};
+    std::memcpy((*writer)->getData("a.weight"), a, sizeof(a));
+    std::memcpy((*writer)->getData("b.weight"), b, sizeof(b));
+    // Until the commit, only a temporary file exists.
+    EXPECT_EQ(folder.list().size(), 1u);
+    EXPECT_NE(folder.list().front(), "out.safetensors");
+    ASSERT_FALSE(bool((*writer)->commit()));
+  }
+  EXPECT_EQ(folder.list(), std::vector<std::string>{"out.safetensors"});
+
+  auto reader = SafetensorsReader::open(path);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  ASSERT_EQ((*reader)->getTensors().size(), 2u);
+  const TensorInfo *a = (*reader)->find("a.weight");
+  const TensorInfo *b = (*reader)->find("b.weight");
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->dtype, DType::F32);
+  EXPECT_EQ(a->shape, (Extents{2, 3}));
+  EXPECT_EQ(b->dtype, DType::BF16);
+  EXPECT_EQ(b->shape, (Extents{4}));
+  float aBack[6];
+  uint16_t bBack[4];
+  std::memcpy(aBack, (*reader)->getData(*a), sizeof(aBack));
+  std::memcpy(bBack, (*reader)->getData(*b), sizeof(bBack));
+  EXPECT_EQ(aBack[2], 3.5f);
+  EXPECT_EQ(aBack[5], -6.0f);
+  EXPECT_EQ(bBack[2], 0x7fc1);
+  EXPECT_EQ(bBack[3], 0x0001);
+}
+
+TEST(Safetensors, DroppedWriterLeavesNothing) {
+  ScratchFolder folder;
+  {
+    auto writer =
+        SafetensorsWriter::create(folder.file("out.safetensors"), twoTensors());
+    ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+    EXPECT_EQ(folder.list().size(), 1u);
+  }
+  EXPECT_TRUE(folder.list().empty());
+}
+
+TEST(SafetensorsDeathTest, InterruptedWriteLeavesNothing) {
+  for (int signal : {SIGINT, SIGTERM}) {
+    ScratchFolder folder;
+    std::string path = folder.file("out.safetensors");
+    EXPECT_EXIT(
+        {
+          auto writer = SafetensorsWriter::create(path, twoTensors());
+          if (!writer || folder.list().size() != 1)
+            std::_Exit(3);
+          std::raise(signal);
+          std::_Exit(4);
+        },
+        testing::KilledBySignal(signal), "")
+        << "signal " << signal;
+    EXPECT_TRUE(folder.list().empty())
+        << "signal " << signal << " left " << folder.list().front();
+  }
+}
+
+} // namespace
