@@ -65,9 +65,17 @@ SafetensorsReader::open(llvm::StringRef path) {
     std::optional<llvm::StringRef> dtypeName = (*dtype)->getAsString();
     std::optional<DType> type =
         dtypeName ? parseSafetensorsName(*dtypeName) : std::nullopt;
-    if (!type)
+    if (!type) {
+      std::string supported;
+      for (DType known : kAllDTypes)
+        supported +=
+            (supported.empty() ? "" : ", ") + getSafetensorsName(known).str();
       return refuse(path,
-                    "tensor '" + info.name + "' has an unsupported dtype");
+                    "tensor '" + info.name + "' has dtype " +
+                        (dtypeName ? "'" + dtypeName->str() + "'"
+                                   : std::string("that is not a string")) +
+                        "; supported: " + supported);
+    }
     info.dtype = *type;
     Expected<Extents> shape = getIntegersAt(**tensor, "shape", tensorPath);
     if (!shape)

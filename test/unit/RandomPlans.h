@@ -17,12 +17,6 @@
 
 namespace ucp::testing {
 
-/// Every element type the executors move.
-inline constexpr DType kAllDTypes[] = {
-    DType::F64,    DType::F32,    DType::F16, DType::BF16,
-    DType::F8E4M3, DType::F8E5M2, DType::I64, DType::I32,
-    DType::I16,    DType::I8,     DType::U8,  DType::Bool};
-
 /// Returns `count` random plans for elements of `type` followed by the
 /// three fixed ones (padded vocabulary, column extract, column to row
 /// reshard).

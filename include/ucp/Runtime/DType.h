@@ -31,6 +31,12 @@ enum class DType {
   Bool,
 };
 
+/// Every element type, in the order above.
+inline constexpr DType kAllDTypes[] = {
+    DType::F64,    DType::F32,    DType::F16, DType::BF16,
+    DType::F8E4M3, DType::F8E5M2, DType::I64, DType::I32,
+    DType::I16,    DType::I8,     DType::U8,  DType::Bool};
+
 /// Returns the size of one element in bytes.
 int64_t getElementSize(DType type);
 

@@ -5,6 +5,8 @@
     safetensors_tool.py flip FILE TENSOR BYTE   flip one byte of a tensor
     safetensors_tool.py drop FILE TENSOR        rewrite FILE without TENSOR
     safetensors_tool.py first-f32 FILE TENSOR   print the first f32 value
+    safetensors_tool.py retype FILE TENSOR DTYPE
+                                                relabel a tensor's dtype
 """
 
 import json
@@ -45,6 +47,9 @@ def main(argv):
             kept[name] = dict(info, data_offsets=[len(out), len(out) + end - begin])
             out += data[begin:end]
         write(path, kept, out)
+    elif command == "retype":
+        header[argv[3]]["dtype"] = argv[4]
+        write(path, header, data)
     elif command == "first-f32":
         begin = header[argv[3]]["data_offsets"][0]
         print(struct.unpack("<f", data[begin:begin + 4])[0])
