@@ -42,7 +42,30 @@ TransferSide ucp::getShardSide(std::vector<ParamMap> maps,
     side.files[rank] = path.str().str();
   }
   side.maps = std::move(maps);
+  std::map<int64_t, std::string> strays;
+  std::error_code ec;
+  for (llvm::sys::fs::directory_iterator it(dir, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    int64_t rank;
+    if (name.consume_front("rank_") && name.consume_back(".safetensors") &&
+        !name.getAsInteger(10, rank) && rank >= world)
+      strays[rank] = it->path();
+  }
+  for (auto &[rank, path] : strays)
+    side.strayFiles.push_back(std::move(path));
   return side;
+}
+
+/// "a, b and c".
+static std::string formatNames(llvm::ArrayRef<std::string> paths) {
+  std::string text;
+  for (auto [i, path] : llvm::enumerate(paths)) {
+    if (i)
+      text += i + 1 == paths.size() ? " and " : ", ";
+    text += llvm::sys::path::filename(path).str();
+  }
+  return text;
 }
 
 namespace {
@@ -76,6 +99,27 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   if (!targetByName.empty())
     return refuse("parameter '" + targetByName.begin()->first +
                   "' is in the target map but not in the source map");
+
+  auto worldOf = [](const TransferSide &side) {
+    return std::to_string(side.files.size()) +
+           (side.files.size() == 1 ? " rank" : " ranks");
+  };
+  if (!source.strayFiles.empty() && !options.ignoreExtraTensors) {
+    llvm::SmallString<256> folder(source.strayFiles.front());
+    llvm::sys::path::remove_filename(folder);
+    return refuse(folder + " holds " + formatNames(source.strayFiles) +
+                  ", beyond the " + worldOf(source) +
+                  " of the source map: shards of another topology? "
+                  "(--ignore-extra-tensors reads only the map's ranks)");
+  }
+  if (!target.strayFiles.empty()) {
+    llvm::SmallString<256> folder(target.strayFiles.front());
+    llvm::sys::path::remove_filename(folder);
+    return refuse(folder + " already holds " + formatNames(target.strayFiles) +
+                  ", beyond the " + worldOf(target) +
+                  " of the target map: the folder would mix two topologies; "
+                  "remove them or write elsewhere");
+  }
 
   // Open every source file that some shard needs, and check the tensors.
   std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;

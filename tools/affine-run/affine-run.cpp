@@ -100,7 +100,8 @@ static cl::opt<int64_t>
                  cl::init(8), cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<bool> ignoreExtra(
     "ignore-extra-tensors",
-    cl::desc("accept tensors in the input files that no map describes"),
+    cl::desc("accept tensors in the input files that no map describes, and "
+             "input rank files beyond the map's ranks (they are not read)"),
     cl::sub(extractCommand), cl::sub(rebuildCommand), cl::sub(reshardCommand),
     cl::cat(category));
 static cl::opt<std::string> dtypeName("dtype",

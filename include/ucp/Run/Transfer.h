@@ -26,6 +26,10 @@ namespace ucp {
 struct TransferSide {
   std::vector<ParamMap> maps;
   std::map<int64_t, std::string> files;
+  /// Rank files already in a shard folder beyond the maps' world: a source
+  /// folder holding them may be of another topology (accepted only with
+  /// ignoreExtraTensors); a target folder holding them would mix two.
+  std::vector<std::string> strayFiles;
 };
 
 struct TransferOptions {
@@ -39,7 +43,8 @@ struct TransferOptions {
   int scalePower = 1;
   /// Compare every replicated block across all its holders first.
   bool checkReplicas = false;
-  /// Accept source tensors no map describes (they are not copied).
+  /// Accept source tensors no map describes, and source rank files beyond
+  /// the maps' world (they are not read).
   bool ignoreExtraTensors = false;
   ReplicaPolicy policy;
   /// Called about once a second with (parameters done, parameters, bytes
@@ -59,7 +64,7 @@ TransferSide getFullTensorSide(llvm::ArrayRef<ParamMap> maps,
                                llvm::StringRef file);
 
 /// Returns the side of `maps` with one file `<dir>/rank_<r>.safetensors`
-/// per rank of the largest world.
+/// per rank of the largest world, and the rank files of `dir` beyond it.
 TransferSide getShardSide(std::vector<ParamMap> maps, llvm::StringRef dir);
 
 /// Moves every parameter from `source` to `target`. Nothing is written
