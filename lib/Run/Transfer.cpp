@@ -57,15 +57,22 @@ TransferSide ucp::getShardSide(std::vector<ParamMap> maps,
   return side;
 }
 
-/// "a, b and c".
-static std::string formatNames(llvm::ArrayRef<std::string> paths) {
-  std::string text;
-  for (auto [i, path] : llvm::enumerate(paths)) {
+/// "DIR holds rank_4.safetensors and rank_5.safetensors, beyond the 4
+/// ranks of the source map", for a side with stray files.
+static std::string describeStrayFiles(const TransferSide &side,
+                                      llvm::StringRef holds,
+                                      llvm::StringRef role) {
+  llvm::SmallString<256> folder(side.strayFiles.front());
+  llvm::sys::path::remove_filename(folder);
+  std::string text = (folder + " " + holds + " ").str();
+  for (auto [i, path] : llvm::enumerate(side.strayFiles)) {
     if (i)
-      text += i + 1 == paths.size() ? " and " : ", ";
+      text += i + 1 == side.strayFiles.size() ? " and " : ", ";
     text += llvm::sys::path::filename(path).str();
   }
-  return text;
+  size_t world = side.files.size();
+  return text + ", beyond the " + std::to_string(world) +
+         (world == 1 ? " rank" : " ranks") + " of the " + role.str() + " map";
 }
 
 namespace {
@@ -100,26 +107,14 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
     return refuse("parameter '" + targetByName.begin()->first +
                   "' is in the target map but not in the source map");
 
-  auto worldOf = [](const TransferSide &side) {
-    return std::to_string(side.files.size()) +
-           (side.files.size() == 1 ? " rank" : " ranks");
-  };
-  if (!source.strayFiles.empty() && !options.ignoreExtraTensors) {
-    llvm::SmallString<256> folder(source.strayFiles.front());
-    llvm::sys::path::remove_filename(folder);
-    return refuse(folder + " holds " + formatNames(source.strayFiles) +
-                  ", beyond the " + worldOf(source) +
-                  " of the source map: shards of another topology? "
-                  "(--ignore-extra-tensors reads only the map's ranks)");
-  }
-  if (!target.strayFiles.empty()) {
-    llvm::SmallString<256> folder(target.strayFiles.front());
-    llvm::sys::path::remove_filename(folder);
-    return refuse(folder + " already holds " + formatNames(target.strayFiles) +
-                  ", beyond the " + worldOf(target) +
-                  " of the target map: the folder would mix two topologies; "
-                  "remove them or write elsewhere");
-  }
+  if (!source.strayFiles.empty() && !options.ignoreExtraTensors)
+    return refuse(describeStrayFiles(source, "holds", "source") +
+                  ": shards of another topology? (--ignore-extra-tensors "
+                  "reads only the map's ranks)");
+  if (!target.strayFiles.empty())
+    return refuse(describeStrayFiles(target, "already holds", "target") +
+                  ": the folder would mix two topologies; remove them or "
+                  "write elsewhere");
 
   // Open every source file that some shard needs, and check the tensors.
   std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;
