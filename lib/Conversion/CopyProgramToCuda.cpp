@@ -45,12 +45,16 @@ __device__ void ucp_run(const UcpCopy *table, int count, long long total,
     const UcpCopy &c = table[lo];
     long long local = unit - c.begin;
     long long s = c.src_offset, d = c.dst_offset;
-    for (int k = c.rank - 1; k >= 0; --k) {
+    for (int k = c.rank - 1; k > 0; --k) {
       long long extent = c.shape[k], i = local % extent;
       local /= extent;
       s += i * c.src_strides[k];
       d += i * c.dst_strides[k];
     }
+    /* What is left indexes the outermost dimension (or is 0 for rank 0,
+       whose unused strides are 0): one 64-bit division fewer per unit. */
+    s += local * c.src_strides[0];
+    d += local * c.dst_strides[0];
     if (c.vector) {
       UcpVec value = {0, 0, 0, 0};
       if (src) value = *(const UcpVec *)((const char *)src + s * 16);
