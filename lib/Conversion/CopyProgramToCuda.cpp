@@ -51,8 +51,8 @@ __device__ void ucp_run(const UcpCopy *table, int count, long long total,
       s += i * c.src_strides[k];
       d += i * c.dst_strides[k];
     }
-    /* What is left indexes the outermost dimension (or is 0 for rank 0,
-       whose unused strides are 0): one 64-bit division fewer per unit. */
+    /* What is left indexes the outermost dimension (every copy has one):
+       one 64-bit division fewer per unit. */
     s += local * c.src_strides[0];
     d += local * c.dst_strides[0];
     if (c.vector) {
