@@ -13,6 +13,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -62,6 +63,9 @@ static LogicalResult runOnMapDocument(llvm::StringRef inputFilename,
 }
 
 int main(int argc, char **argv) {
+  // The options libLLVM registers for its code generators still work but
+  // leave --help; MLIR's and ours are registered after this.
+  llvm::cl::HideUnrelatedOptions({});
   DialectRegistry registry;
   registry.insert<ucp::UCPDialect>();
   ucp::registerUCPPasses();

@@ -12,10 +12,14 @@
 #include "ucp/IO/MapTranslation.h"
 
 #include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
+#include "llvm/Support/CommandLine.h"
 
 int main(int argc, char **argv) {
   if (isLayoutCommand(argc, argv))
     return runLayoutCommand(argc, argv);
+  // The options libLLVM registers for its code generators still work but
+  // leave --help; MLIR's and ours are registered after this.
+  llvm::cl::HideUnrelatedOptions({});
   ucp::registerMapTranslations();
   return mlir::failed(mlir::mlirTranslateMain(
              argc, argv,
