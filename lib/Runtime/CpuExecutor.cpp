@@ -2,6 +2,7 @@
 
 #include "ucp/Runtime/CpuExecutor.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Threading.h"
 
 #include <atomic>
