@@ -32,7 +32,11 @@ struct UcpCopy {
 struct alignas(16) UcpVec { unsigned int x, y, z, w; };
 
 /* Runs work units of the copies in `table` (sorted by begin) with a
-   grid-stride loop; with no source, zeroes the target views. */
+   grid-stride loop; with no source, zeroes the target views. A unit's
+   place in its copy is decoded in `Index`: 32-bit where the launch has
+   fewer than 2^32 units, since 64-bit division is many instructions on a
+   GPU; offsets stay 64-bit, as a buffer may hold more elements. */
+template <typename Index>
 __device__ void ucp_run(const UcpCopy *table, int count, long long total,
                         const ucp_elem *src, ucp_elem *dst) {
   for (long long unit = (long long)blockIdx.x * blockDim.x + threadIdx.x;
@@ -43,18 +47,18 @@ __device__ void ucp_run(const UcpCopy *table, int count, long long total,
       if (table[mid].begin <= unit) lo = mid; else hi = mid - 1;
     }
     const UcpCopy &c = table[lo];
-    long long local = unit - c.begin;
+    Index local = (Index)(unit - c.begin);
     long long s = c.src_offset, d = c.dst_offset;
     for (int k = c.rank - 1; k > 0; --k) {
-      long long extent = c.shape[k], i = local % extent;
+      Index extent = (Index)c.shape[k], i = local % extent;
       local /= extent;
-      s += i * c.src_strides[k];
-      d += i * c.dst_strides[k];
+      s += (long long)i * c.src_strides[k];
+      d += (long long)i * c.dst_strides[k];
     }
     /* What is left indexes the outermost dimension (every copy has one):
-       one 64-bit division fewer per unit. */
-    s += local * c.src_strides[0];
-    d += local * c.dst_strides[0];
+       one division fewer per unit. */
+    s += (long long)local * c.src_strides[0];
+    d += (long long)local * c.dst_strides[0];
     if (c.vector) {
       UcpVec value = {0, 0, 0, 0};
       if (src) value = *(const UcpVec *)((const char *)src + s * 16);
@@ -170,6 +174,11 @@ static int64_t emitTable(llvm::StringRef name,
   return begin;
 }
 
+/// The type a launch of `units` work units decodes them in (see ucp_run).
+static const char *getIndexType(int64_t units) {
+  return units <= int64_t(UINT32_MAX) ? "unsigned int" : "long long";
+}
+
 CudaGrid ucp::getLaunchGrid(int64_t units) {
   CudaGrid grid;
   grid.blocks = static_cast<unsigned>(std::clamp<int64_t>(
@@ -201,9 +210,9 @@ ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
       int64_t units = emitTable(kernel + "_table", pair.copies,
                                 /*isFill=*/false, size, os);
       os << "extern \"C\" __global__ void " << kernel
-         << "(const ucp_elem *src, ucp_elem *dst) {\n  ucp_run(" << kernel
-         << "_table, " << pair.copies.size() << ", " << units
-         << "LL, src, dst);\n}\n";
+         << "(const ucp_elem *src, ucp_elem *dst) {\n  ucp_run<"
+         << getIndexType(units) << ">(" << kernel << "_table, "
+         << pair.copies.size() << ", " << units << "LL, src, dst);\n}\n";
       module.launches.push_back(
           {kernel, index, pair.sourceBuffer, pair.targetBuffer, units});
     }
@@ -217,8 +226,9 @@ ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
       int64_t units =
           emitTable(kernel + "_table", copies, /*isFill=*/true, size, os);
       os << "extern \"C\" __global__ void " << kernel
-         << "(ucp_elem *dst) {\n  ucp_run(" << kernel << "_table, "
-         << copies.size() << ", " << units << "LL, 0, dst);\n}\n";
+         << "(ucp_elem *dst) {\n  ucp_run<" << getIndexType(units) << ">("
+         << kernel << "_table, " << copies.size() << ", " << units
+         << "LL, 0, dst);\n}\n";
       module.launches.push_back({kernel, index, -1, target, units});
     }
   }

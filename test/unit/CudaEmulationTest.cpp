@@ -3,7 +3,8 @@
 // The CUDA emitted for random plans of every element type, compiled for the
 // host (CudaHostEmulation.h), writes exactly the bytes the CPU executor
 // writes: on the grid the CUDA executor launches and on a grid of 2 blocks
-// of 3 threads, where every thread walks the grid-stride loop.
+// of 3 threads, where every thread walks the grid-stride loop, and with
+// units decoded in 64 bits as well as 32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +54,24 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
     llvm::Expected<HostCudaModule> host = HostCudaModule::compile(module);
     ASSERT_TRUE(static_cast<bool>(host))
         << name << ": " << llvm::toString(host.takeError());
+    // The same kernels decoding units in 64 bits, as launches of 2^32 units
+    // or more do (too many to run here): the decoding does not depend on
+    // the type, so one type of each size is enough.
+    bool checkWide = llvm::is_contained(
+        {DType::U8, DType::BF16, DType::F32, DType::F64}, type);
+    CudaModule wideModule = module;
+    wideModule.source =
+        std::regex_replace(module.source, std::regex("ucp_run<unsigned int>"),
+                           "ucp_run<long long>");
+    ASSERT_NE(wideModule.source, module.source);
+    std::optional<HostCudaModule> wide;
+    if (checkWide) {
+      llvm::Expected<HostCudaModule> compiled =
+          HostCudaModule::compile(wideModule);
+      ASSERT_TRUE(static_cast<bool>(compiled))
+          << name << ": " << llvm::toString(compiled.takeError());
+      wide.emplace(std::move(*compiled));
+    }
     for (size_t i = 0; i < programs.size(); ++i) {
       const CopyProgram &program = programs[i].second;
       std::map<int64_t, Bytes> sources;
@@ -74,6 +93,13 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
       host->run(i, strided, CudaGrid{2, 3});
       EXPECT_EQ(onGrid, expected) << name << " plan " << i;
       EXPECT_EQ(onSmallGrid, expected) << name << " plan " << i;
+      if (wide) {
+        ProgramBuffers wideIndex;
+        std::map<int64_t, Bytes> withWideIndex =
+            makeTargets(program, sources, size, wideIndex);
+        wide->run(i, wideIndex, CudaGrid{2, 3});
+        EXPECT_EQ(withWideIndex, expected) << name << " plan " << i;
+      }
       if (HasFailure())
         return;
     }

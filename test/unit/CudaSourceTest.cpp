@@ -1,7 +1,8 @@
 //===- CudaSourceTest.cpp - Generated kernels compile with NVRTC ----------===//
 //
 // The emitted CUDA source compiles with NVRTC (which needs no GPU) for every
-// element type; skipped where NVRTC is not installed.
+// element type (skipped where NVRTC is not installed), and decodes work
+// units in 64 bits only where a launch needs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,4 +41,26 @@ TEST(CudaSource, CompilesWithNvrtcForEveryDType) {
     }
     EXPECT_NE(ptx->find(".entry ucp_copy_0_"), std::string::npos);
   }
+}
+
+TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
+  // Byte copies that cannot move vectors (the source is strided): one unit
+  // per element.
+  auto program = [](int64_t elements) {
+    CopyProgram p;
+    p.pairs.push_back({0, 0, {{{elements}, {0, {2}}, {0, {1}}, 1.0}}});
+    p.sourceElements[0] = 2 * elements;
+    p.targetElements[0] = elements;
+    return p;
+  };
+  const int64_t limit = int64_t(1) << 32;
+  CudaModule module = emitCuda({{"largest 32-bit", program(limit - 1)},
+                                {"smallest 64-bit", program(limit)}},
+                               DType::U8);
+  ASSERT_EQ(module.launches.size(), 2u);
+  EXPECT_EQ(module.launches[0].units, limit - 1);
+  EXPECT_NE(module.source.find("ucp_run<unsigned int>(ucp_copy_0_0_0_table"),
+            std::string::npos);
+  EXPECT_NE(module.source.find("ucp_run<long long>(ucp_copy_1_0_0_table"),
+            std::string::npos);
 }
