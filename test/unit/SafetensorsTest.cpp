@@ -103,6 +103,8 @@ TEST(Safetensors, DroppedWriterLeavesNothing) {
 }
 
 TEST(SafetensorsDeathTest, InterruptedWriteLeavesNothing) {
+  // The child is a fork that shares `folder` with this process.
+  GTEST_FLAG_SET(death_test_style, "fast");
   for (int signal : {SIGINT, SIGTERM}) {
     ScratchFolder folder;
     std::string path = folder.file("out.safetensors");

@@ -13,6 +13,7 @@
 
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/IO/Safetensors.h"
+#include "ucp/Run/Signals.h"
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CopyProgram.h"
 
@@ -176,6 +177,7 @@ static int runInit() {
 }
 
 int main(int argc, char **argv) {
+  installSignalHandlers(argv[0]);
   llvm::InitLLVM init(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
