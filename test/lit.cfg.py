@@ -44,3 +44,31 @@ if shutil.which("nvidia-smi"):
             config.available_features.add("cuda-gpu")
     except (OSError, subprocess.TimeoutExpired):
         pass
+
+# Tests that fill a small file system mount a tmpfs: possible as root with
+# the capability to mount.
+def can_mount_tmpfs():
+    import tempfile
+    try:
+        folder = tempfile.mkdtemp()
+    except OSError:
+        return False
+    try:
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", folder],
+            capture_output=True, timeout=20).returncode == 0
+        if mounted:
+            mounted = subprocess.run(["umount", folder], capture_output=True,
+                                     timeout=20).returncode == 0
+        return mounted
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        try:
+            os.rmdir(folder)
+        except OSError:
+            pass
+
+
+if can_mount_tmpfs():
+    config.available_features.add("tmpfs")

@@ -8,7 +8,9 @@
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <unistd.h>
 
 using namespace ucp;
@@ -109,6 +111,18 @@ const TensorInfo *SafetensorsReader::find(llvm::StringRef name) const {
   return it != tensors.end() && it->name == name ? &*it : nullptr;
 }
 
+/// Allocates the blocks of the first `size` bytes of `fd` where the file
+/// system can: a file written through a mapping that runs out of space
+/// would otherwise end the process with SIGBUS in the middle of the run.
+static std::error_code reserveBlocks(int fd, uint64_t size) {
+#if defined(__linux__)
+  if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 &&
+      errno != EOPNOTSUPP && errno != ENOSYS)
+    return std::error_code(errno, std::generic_category());
+#endif
+  return {};
+}
+
 Expected<std::unique_ptr<SafetensorsWriter>>
 SafetensorsWriter::create(llvm::StringRef path,
                           std::vector<TensorInfo> tensors) {
@@ -151,15 +165,21 @@ SafetensorsWriter::create(llvm::StringRef path,
   llvm::sys::RemoveFileOnSignal(writer->temporaryPath);
   fs::file_t file = fs::convertFDToNativeFile(fd);
   uint64_t size = writer->dataStart + offset;
+  std::string failed;
   std::error_code ec = fs::resize_file(fd, size);
-  if (!ec && size > 0)
+  if (ec)
+    failed = "cannot size the output";
+  if (!ec && (ec = reserveBlocks(fd, size)))
+    failed = "cannot reserve " + std::to_string(size) + " bytes for the output";
+  if (!ec) {
     writer->region = std::make_unique<fs::mapped_file_region>(
         file, fs::mapped_file_region::readwrite, size, 0, ec);
-  ::close(fd);
-  if (ec) {
-    fs::remove(writer->temporaryPath);
-    return refuse(path, "cannot size or map the output: " + ec.message());
+    if (ec)
+      failed = "cannot map the output";
   }
+  ::close(fd);
+  if (ec)
+    return refuse(path, failed + ": " + ec.message());
   char *base = writer->region->data();
   uint64_t headerSize = text.size();
   for (int i = 0; i < 8; ++i)
