@@ -147,13 +147,15 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 #endif
 }
 
-/// Copies `count` elements of type T between strided places.
+/// Copies `count` elements of type T between strided places. The buffers
+/// need not be aligned to T (a tensor file does not promise it): elements
+/// move through memcpy, which compiles to plain loads and stores.
 template <typename T>
 void copyStrided(char *dst, int64_t dstStride, const char *src,
                  int64_t srcStride, int64_t count) {
   for (int64_t i = 0; i < count; ++i)
-    reinterpret_cast<T *>(dst)[i * dstStride] =
-        reinterpret_cast<const T *>(src)[i * srcStride];
+    std::memcpy(dst + i * dstStride * sizeof(T),
+                src + i * srcStride * sizeof(T), sizeof(T));
 }
 
 /// Calls `visit(targetOffset, sourceOffset)`, in elements, for every

@@ -103,33 +103,37 @@ bool ucp::isFloatingPoint(DType type) {
          type == DType::BF16;
 }
 
+/// Replaces each of the `count` elements of type T at `data` by
+/// `scale(element)`. The data need not be aligned to T (a tensor file does
+/// not promise it): elements move through memcpy.
+template <typename T, typename Scale>
+static void scaleEach(void *data, int64_t count, Scale scale) {
+  auto *bytes = static_cast<char *>(data);
+  for (int64_t i = 0; i < count; ++i) {
+    T bits;
+    std::memcpy(&bits, bytes + i * sizeof(T), sizeof(T));
+    bits = scale(bits);
+    std::memcpy(bytes + i * sizeof(T), &bits, sizeof(T));
+  }
+}
+
 void ucp::scaleElements(DType type, void *data, int64_t count, double factor) {
   float f = static_cast<float>(factor);
   switch (type) {
-  case DType::F64: {
-    auto *p = static_cast<uint64_t *>(data);
-    for (int64_t i = 0; i < count; ++i)
-      p[i] = ucpScaleDoubleBits(p[i], factor);
-    return;
-  }
-  case DType::F32: {
-    auto *p = static_cast<uint32_t *>(data);
-    for (int64_t i = 0; i < count; ++i)
-      p[i] = ucpScaleFloatBits(p[i], f);
-    return;
-  }
-  case DType::F16: {
-    auto *p = static_cast<uint16_t *>(data);
-    for (int64_t i = 0; i < count; ++i)
-      p[i] = ucpScaleHalfBits(p[i], f);
-    return;
-  }
-  case DType::BF16: {
-    auto *p = static_cast<uint16_t *>(data);
-    for (int64_t i = 0; i < count; ++i)
-      p[i] = ucpScaleBfloatBits(p[i], f);
-    return;
-  }
+  case DType::F64:
+    return scaleEach<uint64_t>(data, count, [&](uint64_t bits) {
+      return ucpScaleDoubleBits(bits, factor);
+    });
+  case DType::F32:
+    return scaleEach<uint32_t>(
+        data, count, [&](uint32_t bits) { return ucpScaleFloatBits(bits, f); });
+  case DType::F16:
+    return scaleEach<uint16_t>(
+        data, count, [&](uint16_t bits) { return ucpScaleHalfBits(bits, f); });
+  case DType::BF16:
+    return scaleEach<uint16_t>(data, count, [&](uint16_t bits) {
+      return ucpScaleBfloatBits(bits, f);
+    });
   default:
     llvm::report_fatal_error("scaleElements: not a floating-point dtype");
   }

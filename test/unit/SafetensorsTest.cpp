@@ -91,6 +91,40 @@ TEST(Safetensors, CommittedFileReadsBack) {
   EXPECT_EQ(bBack[3], 0x0001);
 }
 
+TEST(Safetensors, EveryTensorIsAlignedToItsElementSizeWithNoGaps) {
+  ScratchFolder folder;
+  std::string path = folder.file("mixed.safetensors");
+  // Odd element counts: in name order, most tensors would start misaligned.
+  std::vector<TensorInfo> tensors = {
+      {"a.mask", DType::Bool, {3}},  {"b.bias", DType::BF16, {5}},
+      {"c.weight", DType::F32, {7}}, {"d.steps", DType::I64, {1}},
+      {"e.scale", DType::F16, {3}},  {"f.table", DType::F64, {3}}};
+  {
+    auto writer = SafetensorsWriter::create(path, tensors);
+    ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+    ASSERT_FALSE(bool((*writer)->commit()));
+  }
+  auto reader = SafetensorsReader::open(path);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  // Offsets are relative to the data section, and the file is mapped at a
+  // page boundary: aligned addresses mean an aligned section and offsets.
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  for (const TensorInfo &tensor : (*reader)->getTensors()) {
+    int64_t size = getElementSize(tensor.dtype);
+    EXPECT_EQ(tensor.begin % size, 0) << tensor.name;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>((*reader)->getData(tensor)) % size,
+              0u)
+        << tensor.name;
+    ranges.push_back({tensor.begin, tensor.end});
+  }
+  llvm::sort(ranges);
+  int64_t next = 0;
+  for (auto [begin, end] : ranges) {
+    EXPECT_EQ(begin, next);
+    next = end;
+  }
+}
+
 TEST(Safetensors, DroppedWriterLeavesNothing) {
   ScratchFolder folder;
   {

@@ -61,8 +61,10 @@ private:
 /// temporary file next to its final path.
 class SafetensorsWriter {
 public:
-  /// Creates the temporary file for `tensors` (name, dtype, shape; data laid
-  /// out in name order) at full size and maps it.
+  /// Creates the temporary file for `tensors` (name, dtype, shape) at full
+  /// size and maps it. The data is laid out by element size, largest first,
+  /// then by name, with the data section 8-byte aligned: every tensor is
+  /// aligned to its element size, with no gaps.
   static llvm::Expected<std::unique_ptr<SafetensorsWriter>>
   create(llvm::StringRef path, std::vector<TensorInfo> tensors);
   ~SafetensorsWriter();

@@ -53,9 +53,10 @@ std::optional<DType> parseDTypeName(llvm::StringRef name);
 /// Whether elements of `type` can be multiplied by a scale.
 bool isFloatingPoint(DType type);
 
-/// Multiplies `count` elements of `type` at `data` by `factor` in place,
-/// rounding to nearest even. For F16 and BF16 the product is formed in
-/// F32, so a power-of-two factor is exact (spec §8.3).
+/// Multiplies `count` elements of `type` at `data` (which need not be
+/// aligned to the element size) by `factor` in place, rounding to nearest
+/// even. For F16 and BF16 the product is formed in F32, so a power-of-two
+/// factor is exact (spec §8.3).
 void scaleElements(DType type, void *data, int64_t count, double factor);
 
 /// Writes `count` pseudo-random finite elements of `type` to `data`, the
