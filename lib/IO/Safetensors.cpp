@@ -128,10 +128,9 @@ SafetensorsWriter::create(llvm::StringRef path,
                           std::vector<TensorInfo> tensors) {
   auto writer = std::unique_ptr<SafetensorsWriter>(new SafetensorsWriter());
   writer->path = path.str();
-  // Larger elements first, then by name: every tensor then starts at a
-  // multiple of its element size with no gap between tensors (which readers
-  // such as the reference safetensors library refuse), as that library
-  // writes them too.
+  // Larger elements first, then by name: every tensor starts at a multiple
+  // of its element size, with no gaps between tensors (the reference
+  // safetensors library refuses gaps, and lays files out the same way).
   llvm::sort(tensors, [](const TensorInfo &a, const TensorInfo &b) {
     int64_t sizeA = getElementSize(a.dtype), sizeB = getElementSize(b.dtype);
     return sizeA != sizeB ? sizeA > sizeB : a.name < b.name;
