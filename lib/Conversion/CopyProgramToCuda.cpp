@@ -175,8 +175,10 @@ static int64_t emitTable(llvm::StringRef name,
 }
 
 /// The type a launch of `units` work units decodes them in (see ucp_run).
-static const char *getIndexType(int64_t units) {
-  return units <= int64_t(UINT32_MAX) ? "unsigned int" : "long long";
+static const char *getIndexType(int64_t units, CudaUnitIndex index) {
+  return index == CudaUnitIndex::Narrowest && units <= int64_t(UINT32_MAX)
+             ? "unsigned int"
+             : "long long";
 }
 
 CudaGrid ucp::getLaunchGrid(int64_t units) {
@@ -188,7 +190,7 @@ CudaGrid ucp::getLaunchGrid(int64_t units) {
 
 CudaModule
 ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
-              DType type) {
+              DType type, CudaUnitIndex unitIndex) {
   CudaModule module;
   llvm::raw_string_ostream os(module.source);
   int64_t size = getElementSize(type);
@@ -211,7 +213,7 @@ ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
                                 /*isFill=*/false, size, os);
       os << "extern \"C\" __global__ void " << kernel
          << "(const ucp_elem *src, ucp_elem *dst) {\n  ucp_run<"
-         << getIndexType(units) << ">(" << kernel << "_table, "
+         << getIndexType(units, unitIndex) << ">(" << kernel << "_table, "
          << pair.copies.size() << ", " << units << "LL, src, dst);\n}\n";
       module.launches.push_back(
           {kernel, index, pair.sourceBuffer, pair.targetBuffer, units});
@@ -226,8 +228,8 @@ ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
       int64_t units =
           emitTable(kernel + "_table", copies, /*isFill=*/true, size, os);
       os << "extern \"C\" __global__ void " << kernel
-         << "(ucp_elem *dst) {\n  ucp_run<" << getIndexType(units) << ">("
-         << kernel << "_table, " << copies.size() << ", " << units
+         << "(ucp_elem *dst) {\n  ucp_run<" << getIndexType(units, unitIndex)
+         << ">(" << kernel << "_table, " << copies.size() << ", " << units
          << "LL, 0, dst);\n}\n";
       module.launches.push_back({kernel, index, -1, target, units});
     }

@@ -183,10 +183,11 @@ CudaExecutor::~CudaExecutor() {
 }
 
 llvm::Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
-    llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs, DType type) {
+    llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs, DType type,
+    CudaUnitIndex unitIndex) {
   auto state = std::make_unique<State>();
   state->type = type;
-  state->kernels = emitCuda(programs, type);
+  state->kernels = emitCuda(programs, type, unitIndex);
 
   llvm::Expected<Driver> driver = Driver::load();
   if (!driver)

@@ -79,6 +79,39 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
+/// Runs `programs` of `type` on the GPU (kernels decoding units as
+/// `indexing` says) and on the CPU; returns false on the first difference
+/// or error, reported under `name`.
+bool checkPrograms(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
+                   DType type, CudaUnitIndex indexing, const std::string &name,
+                   std::mt19937_64 &rng) {
+  llvm::Expected<std::unique_ptr<CudaExecutor>> gpu =
+      CudaExecutor::create(programs, type, indexing);
+  if (!gpu) {
+    llvm::errs() << "ucp-gpu-check: " << name << ": "
+                 << llvm::toString(gpu.takeError()) << "\n";
+    return false;
+  }
+  for (size_t i = 0; i < programs.size(); ++i) {
+    const CopyProgram &program = programs[i].second;
+    HostBuffers buffers(program, getElementSize(type), rng());
+    executeOnCpu(program, buffers.cpu, type, 0);
+    if (llvm::Error e = (*gpu)->run(i, program, buffers.gpu)) {
+      llvm::errs() << "ucp-gpu-check: " << name << " plan " << i << ": "
+                   << llvm::toString(std::move(e)) << "\n";
+      return false;
+    }
+    std::string difference = buffers.difference();
+    if (!difference.empty()) {
+      llvm::errs() << "ucp-gpu-check: " << name << " plan " << i
+                   << " differs from the CPU executor at " << difference
+                   << "\n";
+      return false;
+    }
+  }
+  return true;
+}
+
 /// Random plans of every dtype on the GPU and the CPU; returns false on the
 /// first difference or error.
 bool checkRandomPlans() {
@@ -86,41 +119,29 @@ bool checkRandomPlans() {
   size_t programCount = 0;
   auto start = std::chrono::steady_clock::now();
   for (DType type : kAllDTypes) {
-    std::string name = getSafetensorsName(type).str();
     std::vector<std::pair<std::string, CopyProgram>> programs;
     for (const TransferPlan &plan : makeExecutionPlans(rng, type, 100))
       programs.push_back(
           {"plan " + std::to_string(programs.size()), lowerPlan(plan)});
-    llvm::Expected<std::unique_ptr<CudaExecutor>> gpu =
-        CudaExecutor::create(programs, type);
-    if (!gpu) {
-      llvm::errs() << "ucp-gpu-check: " << name << ": "
-                   << llvm::toString(gpu.takeError()) << "\n";
-      return false;
-    }
-    for (size_t i = 0; i < programs.size(); ++i) {
-      const CopyProgram &program = programs[i].second;
-      HostBuffers buffers(program, getElementSize(type), rng());
-      executeOnCpu(program, buffers.cpu, type, 0);
-      if (llvm::Error e = (*gpu)->run(i, program, buffers.gpu)) {
-        llvm::errs() << "ucp-gpu-check: " << name << " plan " << i << ": "
-                     << llvm::toString(std::move(e)) << "\n";
+    // Also with 64-bit unit decoding, which only launches of 2^32 units
+    // use: the same code for every type, so one type of each size.
+    std::vector<CudaUnitIndex> indexings = {CudaUnitIndex::Narrowest};
+    if (llvm::is_contained({DType::U8, DType::BF16, DType::F32, DType::F64},
+                           type))
+      indexings.push_back(CudaUnitIndex::Wide);
+    for (CudaUnitIndex indexing : indexings) {
+      std::string name =
+          getSafetensorsName(type).str() +
+          (indexing == CudaUnitIndex::Wide ? " (64-bit units)" : "");
+      if (!checkPrograms(programs, type, indexing, name, rng))
         return false;
-      }
-      std::string difference = buffers.difference();
-      if (!difference.empty()) {
-        llvm::errs() << "ucp-gpu-check: " << name << " plan " << i
-                     << " differs from the CPU executor at " << difference
-                     << "\n";
-        return false;
-      }
+      programCount += programs.size();
     }
-    programCount += programs.size();
   }
   llvm::outs() << "check: " << programCount << " random programs over "
                << std::size(kAllDTypes)
-               << " dtypes: GPU output equals the CPU executor's byte for "
-                  "byte ("
+               << " dtypes (4 of them also with 64-bit unit decoding): GPU "
+                  "output equals the CPU executor's byte for byte ("
                << llvm::format("%.1f", secondsSince(start)) << " s)\n";
   return true;
 }

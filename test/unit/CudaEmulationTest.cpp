@@ -59,15 +59,10 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
     // the type, so one type of each size is enough.
     bool checkWide = llvm::is_contained(
         {DType::U8, DType::BF16, DType::F32, DType::F64}, type);
-    CudaModule wideModule = module;
-    wideModule.source =
-        std::regex_replace(module.source, std::regex("ucp_run<unsigned int>"),
-                           "ucp_run<long long>");
-    ASSERT_NE(wideModule.source, module.source);
     std::optional<HostCudaModule> wide;
     if (checkWide) {
-      llvm::Expected<HostCudaModule> compiled =
-          HostCudaModule::compile(wideModule);
+      llvm::Expected<HostCudaModule> compiled = HostCudaModule::compile(
+          emitCuda(programs, type, CudaUnitIndex::Wide));
       ASSERT_TRUE(static_cast<bool>(compiled))
           << name << ": " << llvm::toString(compiled.takeError());
       wide.emplace(std::move(*compiled));

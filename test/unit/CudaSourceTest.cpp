@@ -63,4 +63,9 @@ TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
             std::string::npos);
   EXPECT_NE(module.source.find("ucp_run<long long>(ucp_copy_1_0_0_table"),
             std::string::npos);
+  // Asked for, 64 bits everywhere.
+  CudaModule wide =
+      emitCuda({{"small", program(16)}}, DType::U8, CudaUnitIndex::Wide);
+  EXPECT_NE(wide.source.find("ucp_run<long long>(ucp_copy_0_0_0_table"),
+            std::string::npos);
 }

@@ -48,12 +48,22 @@ struct CudaModule {
   std::vector<CudaLaunch> launches;
 };
 
+/// How kernels decode a work unit's place in its copy.
+enum class CudaUnitIndex {
+  /// In 32 bits where the launch has fewer than 2^32 units, else 64.
+  Narrowest,
+  /// Always in 64 bits: what a launch of 2^32 units or more runs, for
+  /// testing that path on small launches.
+  Wide,
+};
+
 /// Emits the kernels of `programs` (named for diagnostics) moving elements
 /// of `type`. Scaled copies of a type that is not floating point are an
-/// error the caller must have refused.
+/// error the caller must have refused. `unitIndex` says how kernels decode
+/// work units.
 CudaModule
 emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
-         DType type);
+         DType type, CudaUnitIndex unitIndex = CudaUnitIndex::Narrowest);
 
 } // namespace ucp
 

@@ -39,10 +39,11 @@ struct CudaTiming {
 class CudaExecutor {
 public:
   /// Loads the driver, picks device 0 and compiles `programs`' kernels for
-  /// it. Fails with a clear message when there is no driver or no device.
+  /// it (decoding units as `unitIndex` says). Fails with a clear message when
+  /// there is no driver or no device.
   static llvm::Expected<std::unique_ptr<CudaExecutor>>
   create(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
-         DType type);
+         DType type, CudaUnitIndex unitIndex = CudaUnitIndex::Narrowest);
   ~CudaExecutor();
 
   /// Runs program `index` on host `buffers` of `elements` elements each:
