@@ -157,6 +157,8 @@ SafetensorsWriter::create(llvm::StringRef path,
     text += ' ';
   writer->dataStart = 8 + text.size();
   writer->tensors = std::move(tensors);
+  for (auto [i, tensor] : llvm::enumerate(writer->tensors))
+    writer->indexByName[tensor.name] = i;
 
   llvm::SmallString<256> temporary;
   int fd;
@@ -201,10 +203,10 @@ SafetensorsWriter::~SafetensorsWriter() {
 }
 
 char *SafetensorsWriter::getData(llvm::StringRef name) {
-  for (const TensorInfo &tensor : tensors)
-    if (tensor.name == name)
-      return region->data() + dataStart + tensor.begin;
-  return nullptr;
+  auto it = indexByName.find(name);
+  if (it == indexByName.end())
+    return nullptr;
+  return region->data() + dataStart + tensors[it->second].begin;
 }
 
 llvm::Error SafetensorsWriter::commit() {

@@ -8,10 +8,12 @@
 #include "ucp/Runtime/CudaExecutor.h"
 
 #include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <set>
 
 using namespace ucp;
 using llvm::Expected;
@@ -117,14 +119,13 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
                   "write elsewhere");
 
   // Open every source file that some shard needs, and check the tensors.
+  std::set<int64_t> neededRanks;
+  for (const ParamJob &job : jobs)
+    for (const Shard &shard : job.source->shards)
+      neededRanks.insert(shard.rank);
   std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;
   for (const auto &[rank, path] : source.files) {
-    bool needed = llvm::any_of(jobs, [&, rank = rank](const ParamJob &job) {
-      return llvm::any_of(job.source->shards, [&](const Shard &shard) {
-        return shard.rank == rank;
-      });
-    });
-    if (!needed)
+    if (!neededRanks.count(rank))
       continue;
     Expected<std::unique_ptr<SafetensorsReader>> reader =
         SafetensorsReader::open(path);
@@ -162,11 +163,12 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
     job.dtype = dtype.value_or(DType::F32);
   }
   if (!options.ignoreExtraTensors) {
+    llvm::StringSet<> mapped;
+    for (const ParamJob &job : jobs)
+      mapped.insert(job.source->name);
     for (const auto &[rank, reader] : readers)
       for (const TensorInfo &tensor : reader->getTensors())
-        if (!llvm::any_of(jobs, [&](const ParamJob &job) {
-              return job.source->name == tensor.name;
-            }))
+        if (!mapped.contains(tensor.name))
           return refuse(reader->getPath() + ": tensor '" + tensor.name +
                         "' is not in the map (--ignore-extra-tensors copies "
                         "nothing for it)");

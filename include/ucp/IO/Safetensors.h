@@ -15,6 +15,7 @@
 #include "ucp/Map/ParamMap.h"
 #include "ucp/Runtime/DType.h"
 
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -69,7 +70,8 @@ public:
   create(llvm::StringRef path, std::vector<TensorInfo> tensors);
   ~SafetensorsWriter();
 
-  /// Returns where the data of the tensor `name` goes.
+  /// Returns where the data of the tensor `name` goes, or null if the file
+  /// has no such tensor.
   char *getData(llvm::StringRef name);
   /// Flushes the file and renames it to its final path.
   llvm::Error commit();
@@ -78,6 +80,8 @@ private:
   SafetensorsWriter() = default;
   std::string path, temporaryPath;
   std::vector<TensorInfo> tensors;
+  /// Index in `tensors` by name: checkpoints have tens of thousands.
+  llvm::StringMap<size_t> indexByName;
   int64_t dataStart = 0;
   std::unique_ptr<llvm::sys::fs::mapped_file_region> region;
   bool committed = false;
