@@ -194,15 +194,15 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   }
 
   // The outputs, at full size, under temporary names.
+  std::map<int64_t, std::vector<TensorInfo>> tensorsByRank;
+  for (const ParamJob &job : jobs)
+    for (const Shard &shard : job.target->shards)
+      tensorsByRank[shard.rank].push_back(
+          {job.target->name, job.dtype, shard.shape, 0, 0});
   std::map<int64_t, std::unique_ptr<SafetensorsWriter>> writers;
   for (const auto &[rank, path] : target.files) {
-    std::vector<TensorInfo> tensors;
-    for (const ParamJob &job : jobs)
-      for (const Shard &shard : job.target->shards)
-        if (shard.rank == rank)
-          tensors.push_back({job.target->name, job.dtype, shard.shape, 0, 0});
     Expected<std::unique_ptr<SafetensorsWriter>> writer =
-        SafetensorsWriter::create(path, std::move(tensors));
+        SafetensorsWriter::create(path, std::move(tensorsByRank[rank]));
     if (!writer)
       return writer.takeError();
     writers[rank] = std::move(*writer);
