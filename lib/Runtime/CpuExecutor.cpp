@@ -153,9 +153,9 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 template <typename T>
 void copyStrided(char *dst, int64_t dstStride, const char *src,
                  int64_t srcStride, int64_t count) {
+  constexpr int64_t size = sizeof(T);
   for (int64_t i = 0; i < count; ++i)
-    std::memcpy(dst + i * dstStride * sizeof(T),
-                src + i * srcStride * sizeof(T), sizeof(T));
+    std::memcpy(dst + i * dstStride * size, src + i * srcStride * size, size);
 }
 
 /// Calls `visit(targetOffset, sourceOffset)`, in elements, for every
