@@ -126,8 +126,7 @@ bool checkRandomPlans() {
     // Also with 64-bit unit decoding, which only launches of 2^32 units
     // use: the same code for every type, so one type of each size.
     std::vector<CudaUnitIndex> indexings = {CudaUnitIndex::Narrowest};
-    if (llvm::is_contained({DType::U8, DType::BF16, DType::F32, DType::F64},
-                           type))
+    if (llvm::is_contained(kOneDTypePerSize, type))
       indexings.push_back(CudaUnitIndex::Wide);
     for (CudaUnitIndex indexing : indexings) {
       std::string name =

@@ -57,8 +57,7 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
     // The same kernels decoding units in 64 bits, as launches of 2^32 units
     // or more do (too many to run here): the decoding does not depend on
     // the type, so one type of each size is enough.
-    bool checkWide = llvm::is_contained(
-        {DType::U8, DType::BF16, DType::F32, DType::F64}, type);
+    bool checkWide = llvm::is_contained(kOneDTypePerSize, type);
     std::optional<HostCudaModule> wide;
     if (checkWide) {
       llvm::Expected<HostCudaModule> compiled = HostCudaModule::compile(

@@ -153,7 +153,7 @@ TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
     SentElements sent;
     TransferPlan extract = *composeMaps(full, target, {}, sent);
     TransferPlan rebuild = *composeMaps(target, full, {}, sent);
-    for (DType type : {DType::U8, DType::BF16, DType::F32, DType::F64}) {
+    for (DType type : kOneDTypePerSize) {
       std::string name =
           getSafetensorsName(type).str() + " cols " + std::to_string(cols);
       int64_t size = getElementSize(type);

@@ -17,6 +17,11 @@
 
 namespace ucp::testing {
 
+/// One element type of each size (1, 2, 4 and 8 bytes): enough where only
+/// the size matters, and two of them scale.
+inline constexpr DType kOneDTypePerSize[] = {DType::U8, DType::BF16, DType::F32,
+                                             DType::F64};
+
 /// Returns `count` random plans for elements of `type` followed by the
 /// three fixed ones (padded vocabulary, column extract, column to row
 /// reshard).
