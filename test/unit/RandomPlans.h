@@ -18,7 +18,7 @@
 namespace ucp::testing {
 
 /// One element type of each size (1, 2, 4 and 8 bytes): enough where only
-/// the size matters, and two of them scale.
+/// the size matters; three of them can be scaled.
 inline constexpr DType kOneDTypePerSize[] = {DType::U8, DType::BF16, DType::F32,
                                              DType::F64};
 
