@@ -125,7 +125,9 @@ struct Driver {
         !resolve(library, "cuEventCreate", d.eventCreate) ||
         !resolve(library, "cuEventRecord", d.eventRecord) ||
         !resolve(library, "cuEventSynchronize", d.eventSynchronize) ||
-        !resolve(library, "cuEventElapsedTime", d.eventElapsedTime) ||
+        // CUDA 12.8 renamed it; drivers keep the old name for old programs.
+        !(resolve(library, "cuEventElapsedTime_v2", d.eventElapsedTime) ||
+          resolve(library, "cuEventElapsedTime", d.eventElapsedTime)) ||
         !resolve(library, "cuEventDestroy_v2", d.eventDestroy) ||
         !resolve(library, "cuGetErrorString", d.getErrorString))
       return refuse("libcuda.so.1 lacks an entry point affine-ucp needs");
