@@ -102,6 +102,12 @@ static void emitElementType(DType type, llvm::raw_ostream &os) {
   case DType::BF16:
     os << "  return ucpScaleBfloatBits(bits, (float)factor);\n";
     break;
+  case DType::F8E4M3:
+    os << "  return ucpScaleE4M3Bits(bits, (float)factor);\n";
+    break;
+  case DType::F8E5M2:
+    os << "  return ucpScaleE5M2Bits(bits, (float)factor);\n";
+    break;
   default:
     os << "  return bits; /* not floating point: never scaled */\n";
     break;

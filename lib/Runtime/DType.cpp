@@ -100,7 +100,8 @@ std::optional<DType> ucp::parseDTypeName(llvm::StringRef name) {
 
 bool ucp::isFloatingPoint(DType type) {
   return type == DType::F64 || type == DType::F32 || type == DType::F16 ||
-         type == DType::BF16;
+         type == DType::BF16 || type == DType::F8E4M3 ||
+         type == DType::F8E5M2;
 }
 
 /// Replaces each of the `count` elements of type T at `data` by
@@ -134,6 +135,12 @@ void ucp::scaleElements(DType type, void *data, int64_t count, double factor) {
     return scaleEach<uint16_t>(data, count, [&](uint16_t bits) {
       return ucpScaleBfloatBits(bits, f);
     });
+  case DType::F8E4M3:
+    return scaleEach<uint8_t>(
+        data, count, [&](uint8_t bits) { return ucpScaleE4M3Bits(bits, f); });
+  case DType::F8E5M2:
+    return scaleEach<uint8_t>(
+        data, count, [&](uint8_t bits) { return ucpScaleE5M2Bits(bits, f); });
   default:
     llvm::report_fatal_error("scaleElements: not a floating-point dtype");
   }

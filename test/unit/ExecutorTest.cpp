@@ -173,7 +173,8 @@ TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
 /// full -> pre-divided shards -> full again, bit for bit.
 TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
   std::mt19937_64 rng(43);
-  for (DType type : {DType::F32, DType::BF16, DType::F16}) {
+  for (DType type :
+       {DType::F32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2}) {
     for (int64_t tp : {2, 4, 8, 16}) {
       ParamMap bias = buildScaledBiasLayout("bias", {257}, tp);
       ParamMap full = getFullTensorMap(bias);
@@ -191,6 +192,13 @@ TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
                       ((rng() & 1) ? -1.0f : 1.0f);
         if (type == DType::F32) {
           std::memcpy(&data[e * 4], &value, 4);
+        } else if (size == 1) {
+          // Exponent fields 5 to 14: normal still when divided by 16, and
+          // never e4m3's NaN.
+          data[e] =
+              uint8_t((rng() & 0x80) |
+                      (5 + rng() % 10) << (type == DType::F8E4M3 ? 3 : 2) |
+                      rng() % (type == DType::F8E4M3 ? 8 : 4));
         } else {
           uint32_t bits;
           std::memcpy(&bits, &value, 4);
@@ -299,6 +307,16 @@ TEST(CpuExecutor, ScaledNaNsKeepTheirBits) {
   EXPECT_EQ(bf16[0], 0x7fc1);
   EXPECT_EQ(bf16[1], 0xff81);
   EXPECT_EQ(bf16[2], 0x3f80);
+  uint8_t e4m3[] = {0x7f, 0xff, 0x40};
+  scaleElements(DType::F8E4M3, e4m3, 3, 0.5);
+  EXPECT_EQ(e4m3[0], 0x7f);
+  EXPECT_EQ(e4m3[1], 0xff);
+  EXPECT_EQ(e4m3[2], 0x38);
+  uint8_t e5m2[] = {0x7d, 0xfe, 0x40};
+  scaleElements(DType::F8E5M2, e5m2, 3, 0.5);
+  EXPECT_EQ(e5m2[0], 0x7d);
+  EXPECT_EQ(e5m2[1], 0xfe);
+  EXPECT_EQ(e5m2[2], 0x3c);
 }
 
 } // namespace

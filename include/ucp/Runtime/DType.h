@@ -50,13 +50,15 @@ std::optional<DType> parseSafetensorsName(llvm::StringRef name);
 /// i16, i32, i64, u8, bool.
 std::optional<DType> parseDTypeName(llvm::StringRef name);
 
-/// Whether elements of `type` can be multiplied by a scale.
+/// Whether elements of `type` can be multiplied by a scale: the float
+/// types, 8-bit ones included.
 bool isFloatingPoint(DType type);
 
 /// Multiplies `count` elements of `type` at `data` (which need not be
 /// aligned to the element size) by `factor` in place, rounding to nearest
-/// even. For F16 and BF16 the product is formed in F32, so a power-of-two
-/// factor is exact (spec §8.3).
+/// even. For the 16- and 8-bit floats the product is formed in F32, so a
+/// power-of-two factor is exact unless it leaves the format's range of
+/// normal values (spec §8.3).
 void scaleElements(DType type, void *data, int64_t count, double factor);
 
 /// Writes `count` pseudo-random finite elements of `type` to `data`, the

@@ -4,7 +4,9 @@
     safetensors_tool.py names FILE              list the tensors
     safetensors_tool.py flip FILE TENSOR BYTE   flip one byte of a tensor
     safetensors_tool.py drop FILE TENSOR        rewrite FILE without TENSOR
-    safetensors_tool.py first-f32 FILE TENSOR   print the first f32 value
+    safetensors_tool.py fill FILE TENSOR BYTE   set every byte of a tensor
+                                                (BYTE in hex)
+    safetensors_tool.py first-byte FILE TENSOR  print a tensor's first byte
     safetensors_tool.py retype FILE TENSOR DTYPE
                                                 relabel a tensor's dtype
 """
@@ -50,9 +52,12 @@ def main(argv):
     elif command == "retype":
         header[argv[3]]["dtype"] = argv[4]
         write(path, header, data)
-    elif command == "first-f32":
-        begin = header[argv[3]]["data_offsets"][0]
-        print(struct.unpack("<f", data[begin:begin + 4])[0])
+    elif command == "fill":
+        begin, end = header[argv[3]]["data_offsets"]
+        data = data[:begin] + bytes([int(argv[4], 16)]) * (end - begin) + data[end:]
+        write(path, header, data)
+    elif command == "first-byte":
+        print(f"{data[header[argv[3]]['data_offsets'][0]]:#04x}")
     return 0
 
 
