@@ -15,6 +15,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstring>
 
 using namespace ucp;
@@ -283,40 +284,30 @@ TEST(CpuExecutor, MisalignedBuffersGetTheSameBytes) {
   }
 }
 
+/// Halves {quiet NaN, signaling NaN, 2.0} of `type`, given as bits, and
+/// expects `halved`.
+template <typename Bits>
+void expectHalved(DType type, std::array<Bits, 3> bits,
+                  std::array<Bits, 3> halved) {
+  scaleElements(type, bits.data(), 3, 0.5);
+  EXPECT_EQ(bits, halved) << getSafetensorsName(type).str();
+}
+
 /// A scaled NaN keeps its bits, quiet or signaling, in every floating-point
 /// type (the CUDA kernels share this arithmetic, so both executors write
 /// the same bytes); the finite 2.0 next to it halves.
 TEST(CpuExecutor, ScaledNaNsKeepTheirBits) {
-  uint64_t f64[] = {0x7ff8000000000001, 0xfff0000000000001, 0x4000000000000000};
-  scaleElements(DType::F64, f64, 3, 0.5);
-  EXPECT_EQ(f64[0], 0x7ff8000000000001u);
-  EXPECT_EQ(f64[1], 0xfff0000000000001u);
-  EXPECT_EQ(f64[2], 0x3ff0000000000000u);
-  uint32_t f32[] = {0x7fc00001, 0xffa00000, 0x40000000};
-  scaleElements(DType::F32, f32, 3, 0.5);
-  EXPECT_EQ(f32[0], 0x7fc00001u);
-  EXPECT_EQ(f32[1], 0xffa00000u);
-  EXPECT_EQ(f32[2], 0x3f800000u);
-  uint16_t f16[] = {0x7e01, 0xfd00, 0x4000};
-  scaleElements(DType::F16, f16, 3, 0.5);
-  EXPECT_EQ(f16[0], 0x7e01);
-  EXPECT_EQ(f16[1], 0xfd00);
-  EXPECT_EQ(f16[2], 0x3c00);
-  uint16_t bf16[] = {0x7fc1, 0xff81, 0x4000};
-  scaleElements(DType::BF16, bf16, 3, 0.5);
-  EXPECT_EQ(bf16[0], 0x7fc1);
-  EXPECT_EQ(bf16[1], 0xff81);
-  EXPECT_EQ(bf16[2], 0x3f80);
-  uint8_t e4m3[] = {0x7f, 0xff, 0x40};
-  scaleElements(DType::F8E4M3, e4m3, 3, 0.5);
-  EXPECT_EQ(e4m3[0], 0x7f);
-  EXPECT_EQ(e4m3[1], 0xff);
-  EXPECT_EQ(e4m3[2], 0x38);
-  uint8_t e5m2[] = {0x7d, 0xfe, 0x40};
-  scaleElements(DType::F8E5M2, e5m2, 3, 0.5);
-  EXPECT_EQ(e5m2[0], 0x7d);
-  EXPECT_EQ(e5m2[1], 0xfe);
-  EXPECT_EQ(e5m2[2], 0x3c);
+  expectHalved<uint64_t>(
+      DType::F64, {0x7ff8000000000001, 0xfff0000000000001, 0x4000000000000000},
+      {0x7ff8000000000001, 0xfff0000000000001, 0x3ff0000000000000});
+  expectHalved<uint32_t>(DType::F32, {0x7fc00001, 0xffa00000, 0x40000000},
+                         {0x7fc00001, 0xffa00000, 0x3f800000});
+  expectHalved<uint16_t>(DType::F16, {0x7e01, 0xfd00, 0x4000},
+                         {0x7e01, 0xfd00, 0x3c00});
+  expectHalved<uint16_t>(DType::BF16, {0x7fc1, 0xff81, 0x4000},
+                         {0x7fc1, 0xff81, 0x3f80});
+  expectHalved<uint8_t>(DType::F8E4M3, {0x7f, 0xff, 0x40}, {0x7f, 0xff, 0x38});
+  expectHalved<uint8_t>(DType::F8E5M2, {0x7d, 0xfe, 0x40}, {0x7d, 0xfe, 0x3c});
 }
 
 } // namespace
