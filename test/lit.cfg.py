@@ -45,6 +45,18 @@ if shutil.which("nvidia-smi"):
     except (OSError, subprocess.TimeoutExpired):
         pass
 
+# Tests of the system calls a run makes trace it, where tracing works.
+def can_strace():
+    try:
+        return subprocess.run(["strace", "-o", os.devnull, "true"],
+                              capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if can_strace():
+    config.available_features.add("strace")
+
 # Tests that fill a small file system mount a tmpfs: possible as root with
 # the capability to mount.
 def can_mount_tmpfs():

@@ -11,6 +11,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 using namespace ucp;
@@ -209,8 +210,19 @@ char *SafetensorsWriter::getData(llvm::StringRef name) {
   return region->data() + dataStart + tensors[it->second].begin;
 }
 
+llvm::Error SafetensorsWriter::flush(bool durable) {
+  if (!region)
+    return llvm::Error::success();
+  if (durable && ::msync(region->data(), region->size(), MS_SYNC) != 0)
+    return refuse(path, std::string("cannot write the output to disk: ") +
+                            std::strerror(errno));
+  region.reset(); // Unmaps; the page cache writes the pages back.
+  return llvm::Error::success();
+}
+
 llvm::Error SafetensorsWriter::commit() {
-  region.reset(); // Unmaps, writing the pages back.
+  if (llvm::Error error = flush(/*durable=*/false))
+    return error;
   if (std::error_code ec = fs::rename(temporaryPath, path))
     return refuse(path, "cannot rename the finished file into place: " +
                             ec.message());

@@ -13,7 +13,9 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <fcntl.h>
 #include <set>
+#include <unistd.h>
 
 using namespace ucp;
 using llvm::Expected;
@@ -61,6 +63,25 @@ TransferSide ucp::getShardSide(std::vector<ParamMap> maps,
 
 /// "DIR holds rank_4.safetensors and rank_5.safetensors, beyond the 4
 /// ranks of the source map", for a side with stray files.
+/// Waits until the entries of `folder` (files renamed into it, folders
+/// created in it) are on disk.
+static std::error_code syncFolder(llvm::StringRef folder) {
+  int fd = ::open(folder.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return std::error_code(errno, std::generic_category());
+  int result = ::fsync(fd);
+  int error = errno;
+  ::close(fd);
+  return result == 0 ? std::error_code()
+                     : std::error_code(error, std::generic_category());
+}
+
+/// The folder holding `path` ("." for a bare file name).
+static std::string getParentFolder(llvm::StringRef path) {
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  return parent.empty() ? "." : parent.str();
+}
+
 static std::string describeStrayFiles(const TransferSide &side,
                                       llvm::StringRef holds,
                                       llvm::StringRef role) {
@@ -282,10 +303,26 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       lastReport = now;
     }
   }
+  // Every output is on disk before any takes its final name: a crash then
+  // leaves no file of zeros under a final name.
+  for (auto &[rank, writer] : writers)
+    if (llvm::Error error = writer->flush(options.syncOutputs))
+      return std::move(error);
   for (auto &[rank, writer] : writers)
     if (llvm::Error error = writer->commit())
       return std::move(error);
   succeeded = true;
+  if (options.syncOutputs) {
+    std::set<std::string> folders;
+    for (const auto &[rank, path] : target.files)
+      folders.insert(getParentFolder(path));
+    for (const std::string &folder : createdFolders)
+      folders.insert(getParentFolder(folder));
+    for (const std::string &folder : folders)
+      if (std::error_code ec = syncFolder(folder))
+        return refuse("the outputs are in place, but " + folder +
+                      " could not be synced to disk: " + ec.message());
+  }
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

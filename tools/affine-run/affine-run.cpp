@@ -113,6 +113,12 @@ static cl::opt<std::string> dtypeName("dtype",
 static cl::opt<uint64_t> seed("seed", cl::desc("init: the random seed"),
                               cl::init(1), cl::sub(initCommand),
                               cl::cat(category));
+static cl::opt<bool> noSync(
+    "no-sync",
+    cl::desc("return without waiting for the outputs to reach the disk "
+             "(faster; a crash soon after may lose them)"),
+    cl::sub(extractCommand), cl::sub(rebuildCommand), cl::sub(reshardCommand),
+    cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("print no progress or summary"),
                            cl::sub(extractCommand), cl::sub(rebuildCommand),
                            cl::sub(reshardCommand), cl::cat(category));
@@ -190,7 +196,8 @@ int main(int argc, char **argv) {
       "--out DIR2\n"
       "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n\n"
       "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
-      "is written unless the whole run succeeds.\n");
+      "is written unless the whole run succeeds, and the outputs are on disk "
+      "when it returns (unless --no-sync).\n");
 
   if (initCommand)
     return runInit();
@@ -211,6 +218,7 @@ int main(int argc, char **argv) {
     return fail("unknown --device '" + device + "'; expected cpu or cuda");
   options.threads = threads;
   options.checkReplicas = checkReplicasFlag;
+  options.syncOutputs = !noSync;
   options.ignoreExtraTensors = ignoreExtra;
   options.scalePower = scalePower;
   if (!state.empty()) {

@@ -73,7 +73,12 @@ public:
   /// Returns where the data of the tensor `name` goes, or null if the file
   /// has no such tensor.
   char *getData(llvm::StringRef name);
-  /// Flushes the file and renames it to its final path.
+  /// Writes the data back and unmaps the file. With `durable`, returns only
+  /// once the data is on disk (msync), so that a crash after the rename
+  /// cannot leave a file of zeros under the final name.
+  llvm::Error flush(bool durable);
+  /// Flushes the file (without waiting for the disk) unless flush() did,
+  /// and renames it to its final path.
   llvm::Error commit();
 
 private:

@@ -46,6 +46,10 @@ struct TransferOptions {
   /// Accept source tensors no map describes, and source rank files beyond
   /// the maps' world (they are not read).
   bool ignoreExtraTensors = false;
+  /// Wait until the outputs and their folder entries are on disk before
+  /// returning (msync and fsync): a machine that crashes after the run
+  /// still holds them. Off, they are left to the page cache.
+  bool syncOutputs = true;
   ReplicaPolicy policy;
   /// Called about once a second with (parameters done, parameters, bytes
   /// written so far).
