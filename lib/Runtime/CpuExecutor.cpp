@@ -277,7 +277,7 @@ void runOnThreads(unsigned helpers, llvm::function_ref<void()> work) {
 
 void ucp::executeOnCpu(const CopyProgram &program,
                        const ProgramBuffers &buffers, DType type,
-                       unsigned threads) {
+                       unsigned threads, int64_t bytesPerThread) {
   int64_t size = getElementSize(type);
   std::vector<WorkItem> items;
   // Adds `item` covering `shape`, as bands when it has short runs.
@@ -379,7 +379,12 @@ void ucp::executeOnCpu(const CopyProgram &program,
   }
   size_t groups = groupStarts.size();
   groupStarts.push_back(items.size());
-  threads = std::max<size_t>(1, std::min<size_t>(threads, groups));
+  int64_t bytes = 0;
+  for (const WorkItem &item : items)
+    bytes += item.elements * size;
+  threads = std::max<int64_t>(
+      1, std::min<int64_t>({threads, static_cast<int64_t>(groups),
+                            bytes / std::max<int64_t>(1, bytesPerThread)}));
   std::atomic<size_t> next{0};
   runOnThreads(threads - 1, [&] {
     for (size_t group = next++; group < groups; group = next++)

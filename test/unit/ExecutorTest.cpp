@@ -58,7 +58,9 @@ std::map<int64_t, Bytes> executeWithCpu(const TransferPlan &plan,
     targets[rank].assign(getNumElements(shape).value_or(0) * size, 0xAB);
     buffers.targets[rank] = targets[rank].data();
   }
-  executeOnCpu(lowerPlan(plan, power), buffers, type, threads);
+  // Every thread asked for runs, however small the plan.
+  executeOnCpu(lowerPlan(plan, power), buffers, type, threads,
+               /*bytesPerThread=*/1);
   return targets;
 }
 
@@ -274,8 +276,8 @@ TEST(CpuExecutor, MisalignedBuffersGetTheSameBytes) {
         shiftedBuffers.targets[rank] = shifted[rank].data() + 1;
       }
       for (unsigned threads : {1u, 2u}) {
-        executeOnCpu(program, alignedBuffers, type, threads);
-        executeOnCpu(program, shiftedBuffers, type, threads);
+        executeOnCpu(program, alignedBuffers, type, threads, 1);
+        executeOnCpu(program, shiftedBuffers, type, threads, 1);
         for (const auto &[rank, data] : aligned)
           ASSERT_EQ(Bytes(shifted[rank].begin() + 1, shifted[rank].end()), data)
               << getSafetensorsName(type).str() << " target " << rank;
