@@ -272,6 +272,9 @@ Expected<std::vector<ParamMap>> DocumentReader::read(const json::Value &root) {
     return params.takeError();
 
   std::vector<ParamMap> maps;
+  // ParamMap's move may throw (SmallVector's does not promise otherwise),
+  // so a growing vector would copy every map it holds.
+  maps.reserve((*params)->size());
   std::map<std::string, std::string> keyOfName;
   for (const auto &entry : **params) {
     StringRef key = entry.first;

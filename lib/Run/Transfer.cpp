@@ -27,6 +27,7 @@ static llvm::Error refuse(const llvm::Twine &why) {
 TransferSide ucp::getFullTensorSide(llvm::ArrayRef<ParamMap> maps,
                                     llvm::StringRef file) {
   TransferSide side;
+  side.maps.reserve(maps.size()); // Growing would copy the maps.
   for (const ParamMap &map : maps)
     side.maps.push_back(getFullTensorMap(map));
   side.files[0] = file.str();
