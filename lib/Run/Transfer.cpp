@@ -62,8 +62,6 @@ TransferSide ucp::getShardSide(std::vector<ParamMap> maps,
   return side;
 }
 
-/// "DIR holds rank_4.safetensors and rank_5.safetensors, beyond the 4
-/// ranks of the source map", for a side with stray files.
 /// Waits until the entries of `folder` (files renamed into it, folders
 /// created in it) are on disk.
 static std::error_code syncFolder(llvm::StringRef folder) {
@@ -83,6 +81,8 @@ static std::string getParentFolder(llvm::StringRef path) {
   return parent.empty() ? "." : parent.str();
 }
 
+/// "DIR holds rank_4.safetensors and rank_5.safetensors, beyond the 4
+/// ranks of the source map", for a side with stray files.
 static std::string describeStrayFiles(const TransferSide &side,
                                       llvm::StringRef holds,
                                       llvm::StringRef role) {
