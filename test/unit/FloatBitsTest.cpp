@@ -124,9 +124,8 @@ TEST(FloatBits, F8EncodingRoundsToNearestEven) {
       float middle = (low + high) / 2; // Exact: one more bit than the codes.
       for (float value : {middle, std::nextafter(middle, 0.0f),
                           std::nextafter(middle, INFINITY), low, high})
-        for (float signed_ : {value, -value})
-          ASSERT_EQ(f.encode(signed_), referenceEncode(f, signed_))
-              << f.name << " " << signed_;
+        for (float x : {value, -value})
+          ASSERT_EQ(f.encode(x), referenceEncode(f, x)) << f.name << " " << x;
     }
 }
 

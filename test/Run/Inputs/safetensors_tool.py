@@ -54,7 +54,8 @@ def main(argv):
         write(path, header, data)
     elif command == "fill":
         begin, end = header[argv[3]]["data_offsets"]
-        data = data[:begin] + bytes([int(argv[4], 16)]) * (end - begin) + data[end:]
+        filled = bytes([int(argv[4], 16)]) * (end - begin)
+        data = data[:begin] + filled + data[end:]
         write(path, header, data)
     elif command == "first-byte":
         print(f"{data[header[argv[3]]['data_offsets'][0]]:#04x}")
