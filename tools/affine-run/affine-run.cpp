@@ -196,8 +196,8 @@ int main(int argc, char **argv) {
       "--out DIR2\n"
       "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n\n"
       "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
-      "is written unless the whole run succeeds, and the outputs are on disk "
-      "when it returns (unless --no-sync).\n");
+      "is written unless the whole run succeeds; extract, rebuild and reshard "
+      "return once their outputs are on disk (unless --no-sync).\n");
 
   if (initCommand)
     return runInit();
