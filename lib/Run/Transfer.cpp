@@ -1,6 +1,7 @@
 //===- Transfer.cpp - Moving tensors between shard files ------------------===//
 
 #include "ucp/Run/Transfer.h"
+#include "ucp/Analysis/MapVerifier.h"
 #include "ucp/IO/Safetensors.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
@@ -81,6 +82,37 @@ static std::string getParentFolder(llvm::StringRef path) {
   return parent.empty() ? "." : parent.str();
 }
 
+/// Refuses maps that break coverage (P1), homogeneity (P5) or shard tiling:
+/// executed, an element no piece holds would come out as zeros and two
+/// pieces that disagree would each write it, silently either way. A map the
+/// geometric verifier finds too irregular is verified by walking its
+/// elements, which costs about as much as moving them.
+static llvm::Error verifyMaps(llvm::ArrayRef<ParamMap> maps,
+                              llvm::StringRef role) {
+  const size_t kShown = 10;
+  std::vector<std::string> shown;
+  size_t violations = 0;
+  for (const ParamMap &map : maps) {
+    VerifyReport report = verifyParamMap(map);
+    if (llvm::any_of(report.violations, [](const Violation &v) {
+          return v.kind == ViolationKind::TooIrregular;
+        }))
+      report = verifyParamMapByWalking(map);
+    for (const Violation &violation : report.violations)
+      if (++violations <= kShown)
+        shown.push_back(describeViolation(map, violation));
+  }
+  if (shown.empty())
+    return llvm::Error::success();
+  std::string message = "the " + role.str() + " map is not valid:";
+  for (const std::string &line : shown)
+    message += "\n  " + line;
+  if (violations > kShown)
+    message += "\n  and " + std::to_string(violations - kShown) +
+               " more violations (affine-opt MAP --ucp-verify lists them all)";
+  return refuse(message);
+}
+
 /// "DIR holds rank_4.safetensors and rank_5.safetensors, beyond the 4
 /// ranks of the source map", for a side with stray files.
 static std::string describeStrayFiles(const TransferSide &side,
@@ -130,6 +162,11 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   if (!targetByName.empty())
     return refuse("parameter '" + targetByName.begin()->first +
                   "' is in the target map but not in the source map");
+
+  if (llvm::Error error = verifyMaps(source.maps, "source"))
+    return error;
+  if (llvm::Error error = verifyMaps(target.maps, "target"))
+    return error;
 
   if (!source.strayFiles.empty() && !options.ignoreExtraTensors)
     return refuse(describeStrayFiles(source, "holds", "source") +

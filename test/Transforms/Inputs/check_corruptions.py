@@ -4,6 +4,11 @@
 the rank and the first offending element, computed here independently.
 
     check_corruptions.py AFFINE_OPT WORKDIR
+    check_corruptions.py --affine-run AFFINE_RUN WORKDIR
+
+With --affine-run, `affine-run extract` is given each corrupted map (and
+full tensors of the clean one) instead, and must refuse it the same way
+and write nothing.
 
 Prints one line per case and a closing count; exits 1 on any miss.
 """
@@ -103,12 +108,38 @@ def corrupt(kind, name, param_map):
 KINDS = ["uncovered", "overlap", "zero-scale", "out-of-bounds", "hole"]
 
 
+def refuse_with_affine_opt(affine_opt, doc, workdir, clean_doc):
+    run = subprocess.run([affine_opt, doc, "--ucp-verify", "-o", os.devnull],
+                         capture_output=True, text=True)
+    return run, True
+
+
+def refuse_with_affine_run(affine_run, doc, workdir, clean_doc):
+    """Extracts with the corrupted map from full tensors of the clean one;
+    also returns whether nothing was written."""
+    full = clean_doc + ".safetensors"
+    if not os.path.exists(full):
+        subprocess.run([affine_run, "init", "--map", clean_doc, "--out", full],
+                       check=True)
+    out = doc + ".shards"
+    run = subprocess.run([affine_run, "extract", "--map", doc, "--full", full,
+                          "--out", out], capture_output=True, text=True)
+    return run, not os.path.exists(out)
+
+
 def main(argv):
-    affine_opt, workdir = argv[1], argv[2]
+    refuse = refuse_with_affine_opt
+    if argv[1] == "--affine-run":
+        refuse = refuse_with_affine_run
+        argv = argv[1:]
+    tool, workdir = argv[1], argv[2]
     os.makedirs(workdir, exist_ok=True)
     caught = skipped = missed = 0
     for layout in layouts.LAYOUTS:
         name, clean = layouts.layout(layout)
+        clean_doc = os.path.join(workdir, f"{layout}.json")
+        with open(clean_doc, "w") as f:
+            json.dump(layouts.document({name: clean}), f)
         for kind in KINDS:
             param_map = copy.deepcopy(clean)
             expected = corrupt(kind, name, param_map)
@@ -119,14 +150,14 @@ def main(argv):
             doc = os.path.join(workdir, f"{layout}-{kind}.json")
             with open(doc, "w") as f:
                 json.dump(layouts.document({name: param_map}), f)
-            run = subprocess.run([affine_opt, doc, "--ucp-verify", "-o",
-                                  os.devnull], capture_output=True, text=True)
+            run, wrote_nothing = refuse(tool, doc, workdir, clean_doc)
             absent = [e for e in expected if e not in run.stderr]
-            if run.returncode == 1 and not absent:
+            if run.returncode == 1 and not absent and wrote_nothing:
                 print(f"{layout} {kind}: caught")
                 caught += 1
             else:
-                print(f"{layout} {kind}: MISSED (exit {run.returncode}); "
+                print(f"{layout} {kind}: MISSED (exit {run.returncode}, "
+                      f"wrote nothing: {wrote_nothing}); "
                       f"expected {absent} in:\n{run.stderr}")
                 missed += 1
     print(f"{caught} caught, {missed} missed, {skipped} not applicable")
