@@ -15,21 +15,24 @@ JsonPath JsonPath::field(StringRef key) const {
   bool identifier =
       !key.empty() && !llvm::isDigit(key.front()) &&
       llvm::all_of(key, [](char c) { return llvm::isAlnum(c) || c == '_'; });
+  Text path = text;
+  llvm::raw_svector_ostream os(path);
   if (identifier)
-    return JsonPath(text + "." + key.str());
-  std::string quoted;
-  llvm::raw_string_ostream os(quoted);
-  os << json::Value(key);
-  return JsonPath(text + "[" + quoted + "]");
+    os << "." << key;
+  else
+    os << "[" << json::Value(key) << "]";
+  return JsonPath(std::move(path));
 }
 
 JsonPath JsonPath::index(size_t i) const {
-  return JsonPath(text + "[" + std::to_string(i) + "]");
+  Text path = text;
+  llvm::raw_svector_ostream(path) << "[" << i << "]";
+  return JsonPath(std::move(path));
 }
 
 Error JsonPath::error(const llvm::Twine &message) const {
   return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 text + ": " + message.str());
+                                 text + ": " + message);
 }
 
 StringRef ucp::getKindName(const json::Value &value) {

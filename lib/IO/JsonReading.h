@@ -10,6 +10,7 @@
 
 #include "ucp/Map/ParamMap.h"
 
+#include "llvm/ADT/SmallString.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 
@@ -27,8 +28,11 @@ public:
   llvm::Error error(const llvm::Twine &message) const;
 
 private:
-  explicit JsonPath(std::string text) : text(std::move(text)) {}
-  std::string text;
+  /// Typical paths fit inline: a map document of tens of thousands of
+  /// parameters builds a path for every value it reads.
+  using Text = llvm::SmallString<96>;
+  explicit JsonPath(Text text) : text(std::move(text)) {}
+  Text text;
 };
 
 /// Parses `text`, refusing what is not JSON.
