@@ -176,6 +176,21 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
     return refuse(describeStrayFiles(target, "already holds", "target") +
                   ": the folder would mix two topologies; remove them or "
                   "write elsewhere");
+  // Outputs replace their files one rename at a time: writing over the
+  // inputs, a crash between two renames would leave a set of shards of two
+  // layouts that no map describes.
+  std::set<llvm::sys::fs::UniqueID> inputs;
+  for (const auto &[rank, path] : source.files) {
+    llvm::sys::fs::UniqueID id;
+    if (!llvm::sys::fs::getUniqueID(path, id))
+      inputs.insert(id);
+  }
+  for (const auto &[rank, path] : target.files) {
+    llvm::sys::fs::UniqueID id;
+    if (!llvm::sys::fs::getUniqueID(path, id) && inputs.count(id))
+      return refuse(path + " is both read and written: write the outputs "
+                           "to another place, then move them");
+  }
 
   // Open every source file that some shard needs, and check the tensors.
   std::set<int64_t> neededRanks;
