@@ -2,9 +2,11 @@
 """Writes the map set of a small but complete Llama-style model.
 
     make_tiny_llama.py [TP] > tiny-llama-tpTP.json      (TP defaults to 4)
+    make_tiny_llama.py TP --hidden 4096 --mlp 11008 --layers 4 > big.json
 
-Two decoder layers, hidden 64, 8 query heads and 4 kv heads of 8, MLP 176,
-vocabulary 1003 split unevenly as AutoTP does. Every layout is the one
+By default two decoder layers, hidden 64, 8 query heads and 4 kv heads of
+8, MLP 176, vocabulary 1003 split unevenly as AutoTP does; the options
+scale it (heads stay 8 and 4, of hidden / 8 each). Every layout is the one
 DeepSpeed's AutoTP gives the parameter:
 
   embed_tokens, lm_head   vocabulary rows split [251, 251, 251, 250]
@@ -18,51 +20,68 @@ DeepSpeed's AutoTP gives the parameter:
   *norm                   replicated
 """
 
+import argparse
 import json
 import sys
 
 import layouts
 
-TP = int(sys.argv[1]) if len(sys.argv) > 1 else 4
-HIDDEN, HEADS, KV_HEADS, HEAD_DIM = 64, 8, 4, 8
-MLP, VOCAB, LAYERS = 176, 1003, 2
+HEADS, KV_HEADS = 8, 4
 
 
-def kv_split(total):
+def kv_split(total, tp):
     """DeepSpeed's kv-head branch: whole kv heads per rank."""
-    heads = [KV_HEADS // TP + (1 if r < KV_HEADS % TP else 0) for r in range(TP)]
+    heads = [KV_HEADS // tp + (1 if r < KV_HEADS % tp else 0) for r in range(tp)]
     return [total * n // KV_HEADS for n in heads]
 
 
-def model():
+def model(tp, hidden, mlp, vocab, layers):
+    head_dim = hidden // HEADS
     params = {}
-    vocab_rows = layouts.contiguous(layouts.split_sizes(VOCAB, TP))
-    params["model.embed_tokens.weight"] = layouts.row_map([VOCAB, HIDDEN], vocab_rows)
-    q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
-    for i in range(LAYERS):
+    vocab_rows = layouts.contiguous(layouts.split_sizes(vocab, tp))
+    params["model.embed_tokens.weight"] = layouts.row_map([vocab, hidden], vocab_rows)
+    q, kv = HEADS * head_dim, KV_HEADS * head_dim
+    for i in range(layers):
         p = f"model.layers.{i}."
         params[p + "input_layernorm.weight"] = layouts.row_map(
-            [HIDDEN], layouts.replicated(HIDDEN, TP))
+            [hidden], layouts.replicated(hidden, tp))
         params[p + "self_attn.qkv_proj.weight"] = layouts.row_map(
-            [q + 2 * kv, HIDDEN],
-            layouts.sub_params([kv_split(q), kv_split(kv), kv_split(kv)]))
+            [q + 2 * kv, hidden],
+            layouts.sub_params([kv_split(q, tp), kv_split(kv, tp), kv_split(kv, tp)]))
         params[p + "self_attn.o_proj.weight"] = layouts.column_map(
-            [HIDDEN, q], layouts.contiguous(kv_split(q)))
+            [hidden, q], layouts.contiguous(kv_split(q, tp)))
         params[p + "self_attn.o_proj.bias"] = layouts.row_map(
-            [HIDDEN], layouts.replicated(HIDDEN, TP), scale=1.0 / TP)
+            [hidden], layouts.replicated(hidden, tp), scale=1.0 / tp)
         params[p + "post_attention_layernorm.weight"] = layouts.row_map(
-            [HIDDEN], layouts.replicated(HIDDEN, TP))
-        half = layouts.split_sizes(MLP, TP)
+            [hidden], layouts.replicated(hidden, tp))
+        half = layouts.split_sizes(mlp, tp)
         params[p + "mlp.gate_up_proj.weight"] = layouts.row_map(
-            [2 * MLP, HIDDEN], layouts.sub_params([half, half]))
+            [2 * mlp, hidden], layouts.sub_params([half, half]))
         params[p + "mlp.down_proj.weight"] = layouts.column_map(
-            [HIDDEN, MLP], layouts.contiguous(half))
+            [hidden, mlp], layouts.contiguous(half))
     params["model.norm.weight"] = layouts.row_map(
-        [HIDDEN], layouts.replicated(HIDDEN, TP))
-    params["lm_head.weight"] = layouts.row_map([VOCAB, HIDDEN], vocab_rows)
+        [hidden], layouts.replicated(hidden, tp))
+    params["lm_head.weight"] = layouts.row_map([vocab, hidden], vocab_rows)
     return layouts.document(params)
 
 
 if __name__ == "__main__":
-    json.dump(model(), sys.stdout, indent=1)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="Every layout is the one DeepSpeed's AutoTP gives the parameter.")
+    parser.add_argument("tp", nargs="?", type=int, default=4,
+                        help="tensor-parallel size (default 4)")
+    parser.add_argument("--hidden", type=int, default=64,
+                        help="hidden size, a multiple of 8 (default 64)")
+    parser.add_argument("--mlp", type=int, default=176,
+                        help="MLP size (default 176)")
+    parser.add_argument("--vocab", type=int, default=1003,
+                        help="vocabulary rows (default 1003)")
+    parser.add_argument("--layers", type=int, default=2,
+                        help="decoder layers (default 2)")
+    args = parser.parse_args()
+    if args.tp < 1 or args.hidden < HEADS or args.hidden % HEADS:
+        parser.error("TP must be at least 1 and --hidden a multiple of 8")
+    json.dump(model(args.tp, args.hidden, args.mlp, args.vocab, args.layers),
+              sys.stdout, indent=1)
     print()
