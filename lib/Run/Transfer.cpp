@@ -376,3 +376,20 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
           .count();
   return stats;
 }
+
+llvm::Error ucp::writeRandomFullTensors(llvm::ArrayRef<ParamMap> maps,
+                                        llvm::StringRef file, DType type,
+                                        uint64_t seed) {
+  std::vector<TensorInfo> tensors;
+  for (const ParamMap &map : maps)
+    tensors.push_back(
+        {map.name, type, getFullTensorMap(map).logicalShape, 0, 0});
+  Expected<std::unique_ptr<SafetensorsWriter>> writer =
+      SafetensorsWriter::create(file, tensors);
+  if (!writer)
+    return writer.takeError();
+  for (auto [i, tensor] : llvm::enumerate(tensors))
+    writeRandomElements(type, (*writer)->getData(tensor.name),
+                        getNumElements(tensor.shape).value_or(0), seed + i);
+  return (*writer)->commit();
+}

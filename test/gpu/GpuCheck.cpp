@@ -7,7 +7,12 @@
 //     bf16: kernel time with the buffers on the device, against a
 //     device-to-device memcpy of the same bytes, and the CPU executor on
 //     every core of the same machine; each result is also compared with
-//     the CPU executor's.
+//     the CPU executor's;
+//   * files FROM TO: affine-run's engine (runTransfer) on safetensors files
+//     in every float type, extracting with the map document FROM,
+//     resharding to TO and rebuilding, on the CPU and on the GPU, every
+//     output file compared byte for byte (what test/Run/cuda-gpu.test
+//     does with affine-run, which needs LLVM's shared library).
 // It links no MLIR and LLVM's Support library statically, so the binary
 // runs on a machine that has only the NVIDIA driver and NVRTC
 // (scripts/gpu-check). Exit status 0: every output equal; 1: a difference
@@ -17,12 +22,18 @@
 
 #include "CopyWorkloads.h"
 #include "RandomPlans.h"
+#include "ucp/IO/MapDocument.h"
 #include "ucp/Plan/Compose.h"
+#include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CudaExecutor.h"
 
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
@@ -214,11 +225,128 @@ bool benchWorkloads(DType type, int repeats,
   return true;
 }
 
+/// Reads the map document at `path`; reports and returns nothing on error.
+std::optional<std::vector<ParamMap>> readMapDocument(llvm::StringRef path) {
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  if (!file) {
+    llvm::errs() << "ucp-gpu-check: cannot read " << path << ": "
+                 << file.getError().message() << "\n";
+    return std::nullopt;
+  }
+  llvm::Expected<std::vector<ParamMap>> maps =
+      parseMapDocument((*file)->getBuffer());
+  if (!maps) {
+    llvm::errs() << "ucp-gpu-check: " << path << ": "
+                 << llvm::toString(maps.takeError()) << "\n";
+    return std::nullopt;
+  }
+  return std::move(*maps);
+}
+
+/// Describes the first byte where the files differ; empty when equal.
+std::string compareFiles(llvm::StringRef expected, llvm::StringRef actual) {
+  auto a = llvm::MemoryBuffer::getFile(expected);
+  auto b = llvm::MemoryBuffer::getFile(actual);
+  if (!a || !b)
+    return "cannot read " + (a ? actual : expected).str();
+  llvm::StringRef x = (*a)->getBuffer(), y = (*b)->getBuffer();
+  for (size_t i = 0; i < std::min(x.size(), y.size()); ++i)
+    if (x[i] != y[i])
+      return actual.str() + " differs from the CPU's at byte " +
+             std::to_string(i);
+  if (x.size() != y.size())
+    return actual.str() + " has " + std::to_string(y.size()) +
+           " bytes, the CPU's " + std::to_string(x.size());
+  return "";
+}
+
+/// Extracts the maps `from` from random full tensors, reshards them to
+/// `to` and rebuilds them, in every float type, with runTransfer on the CPU
+/// and on the GPU; returns false on the first difference or error.
+bool checkFiles(llvm::StringRef fromPath, llvm::StringRef toPath) {
+  std::optional<std::vector<ParamMap>> from = readMapDocument(fromPath);
+  std::optional<std::vector<ParamMap>> to = readMapDocument(toPath);
+  if (!from || !to)
+    return false;
+  llvm::SmallString<128> root;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("ucp-gpu-check", root)) {
+    llvm::errs() << "ucp-gpu-check: cannot make a folder: " << ec.message()
+                 << "\n";
+    return false;
+  }
+  auto removeRoot =
+      llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(root); });
+  auto at = [&](std::initializer_list<llvm::StringRef> parts) {
+    llvm::SmallString<256> path(root);
+    for (llvm::StringRef part : parts)
+      llvm::sys::path::append(path, part);
+    return path.str().str();
+  };
+  auto start = std::chrono::steady_clock::now();
+  int types = 0;
+  for (DType type : kAllDTypes) {
+    if (!isFloatingPoint(type))
+      continue; // The example models' pre-divided biases take scales.
+    ++types;
+    std::string name = getSafetensorsName(type).str();
+    std::string full = at({name + ".safetensors"});
+    if (llvm::Error error = writeRandomFullTensors(*from, full, type, 7)) {
+      llvm::errs() << "ucp-gpu-check: " << llvm::toString(std::move(error))
+                   << "\n";
+      return false;
+    }
+    TransferSide fullSide = getFullTensorSide(*from, full);
+    std::vector<std::string> outputs;
+    for (const char *device : {"cpu", "cuda"}) {
+      TransferOptions options;
+      options.syncOutputs = false;
+      if (llvm::StringRef(device) == "cuda")
+        options.device = TransferOptions::Device::Cuda;
+      TransferSide extracted = getShardSide(*from, at({name, device, "from"}));
+      TransferSide resharded = getShardSide(*to, at({name, device, "to"}));
+      TransferSide rebuilt =
+          getFullTensorSide(*to, at({name, device, "back.safetensors"}));
+      for (auto [source, target] :
+           {std::pair{&fullSide, &extracted}, std::pair{&extracted, &resharded},
+            std::pair{&resharded, &rebuilt}})
+        if (llvm::Error error =
+                runTransfer(*source, *target, options).takeError()) {
+          llvm::errs() << "ucp-gpu-check: files " << name << " (" << device
+                       << "): " << llvm::toString(std::move(error)) << "\n";
+          return false;
+        }
+      if (outputs.empty())
+        for (const TransferSide &side : {extracted, resharded, rebuilt})
+          for (const auto &[rank, path] : side.files)
+            outputs.push_back(path.substr(at({name, device}).size()));
+    }
+    for (const std::string &output : outputs) {
+      std::string difference =
+          compareFiles(at({name, "cpu"}) + output, at({name, "cuda"}) + output);
+      if (!difference.empty()) {
+        llvm::errs() << "ucp-gpu-check: files " << name << ": " << difference
+                     << "\n";
+        return false;
+      }
+    }
+  }
+  llvm::outs() << "files: " << from->size() << " parameters extracted, "
+               << "resharded and rebuilt in " << types
+               << " float types: --device cuda writes the CPU's files byte "
+                  "for byte ("
+               << llvm::format("%.1f", secondsSince(start)) << " s)\n";
+  return true;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   std::vector<std::string> names(argv + std::min(argc, 2), argv + argc);
+  if (mode == "files" && names.size() == 2)
+    return checkFiles(names[0], names[1]) ? 0 : 1;
   std::vector<std::string> known;
   for (const CopyWorkload &workload : getCopyWorkloads())
     known.push_back(workload.name);
@@ -230,12 +358,15 @@ int main(int argc, char **argv) {
       usage = true;
     }
   if (usage) {
-    llvm::errs() << "usage: ucp-gpu-check [check | bench [WORKLOAD...]]\n"
+    llvm::errs() << "usage: ucp-gpu-check [check | bench [WORKLOAD...] | "
+                    "files FROM.json TO.json]\n"
                     "  check: random plans of every dtype on the GPU, "
                     "compared with the CPU executor\n"
                     "  bench: the copy benchmark's workloads, GPU kernels "
                     "against device memcpy and the CPU\n"
                     "  (no argument: both)\n"
+                    "  files: extract, reshard and rebuild of two map "
+                    "documents' files, GPU against CPU\n"
                     "workloads: "
                  << llvm::join(known, ", ") << "\n";
     return 1;

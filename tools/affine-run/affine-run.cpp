@@ -12,7 +12,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/IO/MapTranslation.h"
-#include "ucp/IO/Safetensors.h"
 #include "ucp/Run/Signals.h"
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CopyProgram.h"
@@ -166,18 +165,7 @@ static int runInit() {
     return fail("unknown --dtype '" + dtypeName + "'");
   if (outPath.empty())
     return fail("--out is required");
-  std::vector<TensorInfo> tensors;
-  for (const ParamMap &map : *maps)
-    tensors.push_back(
-        {map.name, *type, getFullTensorMap(map).logicalShape, 0, 0});
-  llvm::Expected<std::unique_ptr<SafetensorsWriter>> writer =
-      SafetensorsWriter::create(outPath, tensors);
-  if (!writer)
-    return fail(llvm::toString(writer.takeError()));
-  for (auto [i, tensor] : llvm::enumerate(tensors))
-    writeRandomElements(*type, (*writer)->getData(tensor.name),
-                        getNumElements(tensor.shape).value_or(0), seed + i);
-  if (llvm::Error error = (*writer)->commit())
+  if (llvm::Error error = writeRandomFullTensors(*maps, outPath, *type, seed))
     return fail(llvm::toString(std::move(error)));
   return 0;
 }

@@ -15,6 +15,7 @@
 #define UCP_RUN_TRANSFER_H
 
 #include "ucp/Plan/TransferPlan.h"
+#include "ucp/Runtime/DType.h"
 
 #include "llvm/Support/Error.h"
 
@@ -76,6 +77,13 @@ TransferSide getShardSide(std::vector<ParamMap> maps, llvm::StringRef dir);
 llvm::Expected<TransferStats> runTransfer(const TransferSide &source,
                                           const TransferSide &target,
                                           const TransferOptions &options);
+
+/// Writes the full tensors of every parameter of `maps` to `file`, filled
+/// with pseudo-random finite values of `type` (parameter i from seed
+/// `seed + i`): test data for the other commands.
+llvm::Error writeRandomFullTensors(llvm::ArrayRef<ParamMap> maps,
+                                   llvm::StringRef file, DType type,
+                                   uint64_t seed);
 
 /// Checks that every block replicated in `map` holds the same bytes on all
 /// its holders (P2); `shards` gives each rank's shard data.
