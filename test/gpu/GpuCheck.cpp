@@ -318,8 +318,8 @@ bool checkFiles(llvm::StringRef fromPath, llvm::StringRef toPath) {
           return false;
         }
       if (outputs.empty())
-        for (const TransferSide &side : {extracted, resharded, rebuilt})
-          for (const auto &[rank, path] : side.files)
+        for (const TransferSide *side : {&extracted, &resharded, &rebuilt})
+          for (const auto &[rank, path] : side->files)
             outputs.push_back(path.substr(at({name, device}).size()));
     }
     for (const std::string &output : outputs) {
