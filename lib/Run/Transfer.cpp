@@ -253,13 +253,12 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
         llvm::sys::fs::remove(folder);
   });
   for (const auto &[rank, path] : target.files) {
-    llvm::SmallString<256> folder(path);
-    llvm::sys::path::remove_filename(folder);
-    if (folder.empty() || llvm::sys::fs::exists(folder))
+    std::string folder = getParentFolder(path);
+    if (llvm::sys::fs::exists(folder))
       continue;
     if (std::error_code ec = llvm::sys::fs::create_directories(folder))
       return refuse("cannot create " + folder + ": " + ec.message());
-    createdFolders.push_back(folder.str().str());
+    createdFolders.push_back(folder);
   }
 
   // The outputs, at full size, under temporary names.
