@@ -179,9 +179,10 @@ ParamMap ucp::testing::makeRandomMapOf(std::mt19937_64 &rng,
     shard.rank = r;
 
     // Stacked along an axis when the blocks agree on every other extent
-    // (a column split interleaves its pieces row by row), else flat.
-    int64_t stackAxis = uniform(rng, 0, rank - 1);
-    bool stackable = !mine.empty();
+    // (a column split interleaves its pieces row by row), else flat; a
+    // scalar's shard is flat.
+    int64_t stackAxis = rank > 0 ? uniform(rng, 0, rank - 1) : 0;
+    bool stackable = rank > 0 && !mine.empty();
     for (const Block *block : mine)
       for (int64_t d = 0; d < rank; ++d)
         stackable &=

@@ -5,11 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ScratchFolder.h"
 #include "ucp/IO/Safetensors.h"
-
-#include "llvm/ADT/SmallString.h"
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/Path.h"
 
 #include <gtest/gtest.h>
 
@@ -17,38 +14,9 @@
 #include <cstring>
 
 using namespace ucp;
-namespace fs = llvm::sys::fs;
+using ucp::testing::ScratchFolder;
 
 namespace {
-
-/// A fresh folder, removed with its contents at the end of the test.
-class ScratchFolder {
-public:
-  ScratchFolder() {
-    EXPECT_FALSE(fs::createUniqueDirectory("ucp-safetensors-test", path));
-  }
-  ~ScratchFolder() { fs::remove_directories(path); }
-
-  std::string file(llvm::StringRef name) const {
-    llvm::SmallString<128> full(path);
-    llvm::sys::path::append(full, name);
-    return full.str().str();
-  }
-
-  /// The names in the folder, sorted.
-  std::vector<std::string> list() const {
-    std::vector<std::string> names;
-    std::error_code ec;
-    for (fs::directory_iterator it(path, ec), end; it != end && !ec;
-         it.increment(ec))
-      names.push_back(llvm::sys::path::filename(it->path()).str());
-    llvm::sort(names);
-    return names;
-  }
-
-private:
-  llvm::SmallString<128> path;
-};
 
 std::vector<TensorInfo> twoTensors() {
   return {{"b.weight", DType::BF16, {4}}, {"a.weight", DType::F32, {2, 3}}};
@@ -150,7 +118,7 @@ TEST(SafetensorsDeathTest, InterruptedWriteLeavesNothing) {
           std::raise(signal);
           std::_Exit(4);
         },
-        testing::KilledBySignal(signal), "")
+        ::testing::KilledBySignal(signal), "")
         << "signal " << signal;
     EXPECT_TRUE(folder.list().empty())
         << "signal " << signal << " left " << folder.list().front();
