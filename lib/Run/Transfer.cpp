@@ -126,6 +126,24 @@ static std::string describeStrayFiles(const TransferSide &side,
          (world == 1 ? " rank" : " ranks") + " of the " + role.str() + " map";
 }
 
+/// Whether a file's tensor of shape `a` can be read as a shard of shape `b`
+/// (or the reverse) with as many elements: the same extents once those of 1
+/// are dropped, or one of them flat, as flattened (ZeRO) buffers are. Other
+/// shapes mean that the file's writer saw another layout, for example a
+/// transposed weight, which the same bytes read row-major would scramble.
+static bool isSameShapeOrFlat(llvm::ArrayRef<int64_t> a,
+                              llvm::ArrayRef<int64_t> b) {
+  auto squeeze = [](llvm::ArrayRef<int64_t> shape) {
+    Extents extents;
+    llvm::copy_if(shape, std::back_inserter(extents),
+                  [](int64_t extent) { return extent != 1; });
+    return extents;
+  };
+  Extents squeezedA = squeeze(a), squeezedB = squeeze(b);
+  return squeezedA == squeezedB || squeezedA.size() <= 1 ||
+         squeezedB.size() <= 1;
+}
+
 namespace {
 
 /// A parameter's maps on both sides and its element type.
@@ -215,12 +233,16 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
         return refuse(reader->second->getPath() + ": parameter '" +
                       job.source->name + "' of the map is not in the file");
       int64_t elements = getNumElements(shard.shape).value_or(0);
-      if (getNumElements(tensor->shape).value_or(-1) != elements)
+      bool sameCount = getNumElements(tensor->shape).value_or(-1) == elements;
+      if (!sameCount || !isSameShapeOrFlat(tensor->shape, shard.shape))
         return refuse(reader->second->getPath() + ": tensor '" + tensor->name +
                       "' has shape " + formatList(tensor->shape) +
                       " but the map's shard of rank " +
                       std::to_string(shard.rank) + " is " +
-                      formatList(shard.shape));
+                      formatList(shard.shape) +
+                      (sameCount ? " (as many elements in another shape: a "
+                                   "transposed tensor, or another layout?)"
+                                 : ""));
       if (dtype && *dtype != tensor->dtype)
         return refuse("parameter '" + job.source->name + "' is " +
                       getSafetensorsName(*dtype).str() + " on one rank and " +

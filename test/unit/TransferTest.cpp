@@ -12,6 +12,7 @@
 #include "RandomMaps.h"
 #include "ScratchFolder.h"
 #include "ucp/IO/Safetensors.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Run/Transfer.h"
 
 #include <gtest/gtest.h>
@@ -158,6 +159,45 @@ TEST(Transfer, RandomMapSetsMatchTheReferenceOnFiles) {
         return;
     }
   }
+}
+
+/// Runs an extract of a [4, 8] row split from a full-tensor file whose
+/// tensor has `fileShape`.
+llvm::Error extractFromFileOfShape(const Extents &fileShape) {
+  ScratchFolder folder;
+  std::vector<ParamMap> maps = {*buildSplitLayout("w", {4, 8}, 0, {2, 2})};
+  std::string full = folder.file("full.safetensors");
+  auto writer =
+      SafetensorsWriter::create(full, {{"w", DType::F32, fileShape, 0, 0}});
+  if (!writer)
+    return writer.takeError();
+  if (llvm::Error error = (*writer)->commit())
+    return error;
+  TransferOptions options;
+  options.syncOutputs = false;
+  return runTransfer(getFullTensorSide(maps, full),
+                     getShardSide(maps, folder.file("shards")), options)
+      .takeError();
+}
+
+TEST(Transfer, FileTensorsHaveTheMapsShapeOrAreFlat) {
+  for (Extents accepted : {Extents{4, 8}, Extents{32}, Extents{1, 4, 1, 8},
+                           Extents{1, 32}})
+    EXPECT_FALSE(bool(extractFromFileOfShape(accepted)))
+        << formatList(accepted);
+  // As many elements, but another layout: a transposed weight.
+  for (Extents refused : {Extents{8, 4}, Extents{2, 16}, Extents{4, 2, 4}}) {
+    std::string message = llvm::toString(extractFromFileOfShape(refused));
+    EXPECT_NE(message.find("tensor 'w' has shape " + formatList(refused) +
+                           " but the map's shard of rank 0 is [4, 8] (as many "
+                           "elements in another shape"),
+              std::string::npos)
+        << message;
+  }
+  EXPECT_NE(llvm::toString(extractFromFileOfShape({4, 9}))
+                .find("has shape [4, 9] but the map's shard of rank 0 is "
+                      "[4, 8]"),
+            std::string::npos);
 }
 
 } // namespace
