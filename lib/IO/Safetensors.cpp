@@ -4,6 +4,7 @@
 #include "JsonReading.h"
 
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
@@ -88,10 +89,13 @@ SafetensorsReader::open(llvm::StringRef path) {
         getIntegersAt(**tensor, "data_offsets", tensorPath);
     if (!offsets)
       return refuse(path, llvm::toString(offsets.takeError()));
+    // Checked in an order in which no difference or product can overflow.
     std::optional<int64_t> elements = getNumElements(info.shape);
-    if (offsets->size() != 2 || !elements || (*offsets)[0] < 0 ||
-        (*offsets)[1] > dataSize ||
-        (*offsets)[1] - (*offsets)[0] != *elements * getElementSize(info.dtype))
+    int64_t bytes = 0;
+    if (offsets->size() != 2 || !elements ||
+        llvm::MulOverflow(*elements, getElementSize(info.dtype), bytes) ||
+        (*offsets)[0] < 0 || (*offsets)[1] < (*offsets)[0] ||
+        (*offsets)[1] > dataSize || (*offsets)[1] - (*offsets)[0] != bytes)
       return refuse(path,
                     "tensor '" + info.name + "' of shape " +
                         formatList(info.shape) +

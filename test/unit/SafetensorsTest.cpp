@@ -12,6 +12,7 @@
 
 #include <csignal>
 #include <cstring>
+#include <fstream>
 
 using namespace ucp;
 using ucp::testing::ScratchFolder;
@@ -123,6 +124,47 @@ TEST(SafetensorsDeathTest, InterruptedWriteLeavesNothing) {
     EXPECT_TRUE(folder.list().empty())
         << "signal " << signal << " left " << folder.list().front();
   }
+}
+
+/// Opens a file made of `header` and `dataBytes` zero bytes, and returns
+/// the error, or "" when it opened.
+std::string openFileOf(const ScratchFolder &folder, const std::string &header,
+                       size_t dataBytes) {
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i)
+    bytes[i] = static_cast<char>(uint64_t(header.size()) >> (8 * i));
+  bytes += header + std::string(dataBytes, '\0');
+  std::string path = folder.file("crafted.safetensors");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << bytes;
+  }
+  auto reader = SafetensorsReader::open(path);
+  return reader ? "" : llvm::toString(reader.takeError());
+}
+
+TEST(Safetensors, SizesThatOverflowAreRefused) {
+  ScratchFolder folder;
+  EXPECT_EQ(openFileOf(folder,
+                       R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
+                       8),
+            "");
+  // (2^62 + 1) * 4 bytes wraps around to 4 in 64 bits.
+  std::string wrapped = openFileOf(
+      folder,
+      R"({"w":{"dtype":"F32","shape":[4611686018427387905],"data_offsets":[0,4]}})",
+      8);
+  EXPECT_NE(wrapped.find("tensor 'w' of shape [4611686018427387905] has data "
+                         "offsets that do not fit it or the file"),
+            std::string::npos)
+      << wrapped;
+  // An end offset far below the start.
+  EXPECT_NE(openFileOf(folder,
+                       R"({"w":{"dtype":"F32","shape":[0],)"
+                       R"("data_offsets":[8,-9223372036854775808]}})",
+                       8)
+                .find("has data offsets that do not fit"),
+            std::string::npos);
 }
 
 } // namespace
