@@ -179,6 +179,10 @@ ucp::getRankKeys(const json::Object &ranks, const JsonPath &path) {
     if (rank < 0)
       return path.field(rankKey).error("rank key \"" + rankKey +
                                        "\" is negative");
+    if (rank >= kMaxWorldSize)
+      return path.field(rankKey).error(
+          "rank key \"" + rankKey + "\" is beyond the most ranks supported, " +
+          std::to_string(kMaxWorldSize));
     auto [it, inserted] = keyOfRank.try_emplace(rank, rankKey);
     if (!inserted)
       return path.field(rankKey).error("rank " + std::to_string(rank) +

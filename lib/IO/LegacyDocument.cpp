@@ -216,9 +216,8 @@ Expected<LegacyDocument> ucp::parseLegacyDocument(StringRef text) {
   Expected<int64_t> tp = getIntegerAt(**object, "tp_degree", path);
   if (!tp)
     return tp.takeError();
-  if (*tp <= 0)
-    return path.field("tp_degree")
-        .error("must be positive, got " + std::to_string(*tp));
+  if (std::string error = checkWorldSize(*tp, "tp_degree"); !error.empty())
+    return path.field("tp_degree").error(error);
   document.tp = *tp;
   if (const json::Value *info = (*object)->get("universal_checkpoint_info")) {
     JsonPath infoPath = path.field("universal_checkpoint_info");

@@ -3,6 +3,8 @@
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/BlockLayout.h"
 
+#include "llvm/Support/MathExtras.h"
+
 #include <set>
 
 using namespace ucp;
@@ -15,7 +17,11 @@ static llvm::Error refuse(const llvm::Twine &why) {
 llvm::Expected<ExpertPlacement>
 ucp::getUniformExpertPlacement(int64_t numExperts, int64_t localExperts,
                                int64_t epSize) {
-  if (localExperts <= 0 || epSize <= 0 || localExperts * epSize != numExperts)
+  if (std::string error = checkWorldSize(epSize, "ep_size"); !error.empty())
+    return refuse(error);
+  int64_t experts = 0;
+  if (localExperts <= 0 ||
+      llvm::MulOverflow(localExperts, epSize, experts) || experts != numExperts)
     return refuse("a uniform layout needs num_local_experts * ep_size == "
                   "num_experts, got " +
                   std::to_string(localExperts) + " * " +
@@ -33,9 +39,9 @@ llvm::Error ucp::validateExpertPlacement(const ExpertPlacement &placement) {
   if (placement.numExperts <= 0)
     return refuse("num_experts must be positive, got " +
                   std::to_string(placement.numExperts));
-  if (placement.epSize <= 0)
-    return refuse("ep_size must be positive, got " +
-                  std::to_string(placement.epSize));
+  if (std::string error = checkWorldSize(placement.epSize, "ep_size");
+      !error.empty())
+    return refuse(error);
   if (static_cast<int64_t>(placement.experts.size()) != placement.epSize)
     return refuse("ep_size is " + std::to_string(placement.epSize) + " but " +
                   std::to_string(placement.experts.size()) +

@@ -134,8 +134,9 @@ findShardWidths(const LegacyParam &param, const LegacyCategories &categories) {
 Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
                                          const LegacyCategories &categories,
                                          int64_t tp) {
-  if (tp <= 0)
-    return refuse(param, "the tensor-parallel degree must be positive");
+  if (std::string error = checkWorldSize(tp, "the tensor-parallel degree");
+      !error.empty())
+    return refuse(param, error);
   for (const auto &[pattern, reason] : categories.unsupported) {
     Expected<bool> hit = matches(pattern, param.name);
     if (!hit)

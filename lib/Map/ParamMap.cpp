@@ -113,11 +113,21 @@ static std::string checkNonNegative(ArrayRef<int64_t> values,
   return {};
 }
 
+std::string ucp::checkWorldSize(int64_t worldSize, llvm::StringRef what) {
+  if (worldSize < 1)
+    return what.str() + " must be positive, got " + std::to_string(worldSize);
+  if (worldSize > kMaxWorldSize)
+    return what.str() + " " + std::to_string(worldSize) +
+           " is beyond the most ranks supported, " +
+           std::to_string(kMaxWorldSize);
+  return {};
+}
+
 std::string ucp::checkParamHeader(ArrayRef<int64_t> logicalShape,
                                   int64_t worldSize,
                                   std::optional<int64_t> originalVocabSize) {
-  if (worldSize < 1)
-    return "world size must be positive, got " + std::to_string(worldSize);
+  if (std::string error = checkWorldSize(worldSize); !error.empty())
+    return error;
   if (std::string error = checkNonNegative(logicalShape, "logical extent");
       !error.empty())
     return error;

@@ -411,9 +411,21 @@ TEST(ExpertPlacement, UniformLayouts) {
   expectMatchesShards(*map, expertShards(*uniform, {3, 2}));
   EXPECT_EQ(piecesPerRank(*map), (llvm::SmallVector<int64_t>{1, 1}));
   EXPECT_EQ(map->shards[1].pieces[0].source.offset, 24);
-  llvm::Expected<ExpertPlacement> bad = getUniformExpertPlacement(8, 3, 2);
-  EXPECT_FALSE(static_cast<bool>(bad));
-  llvm::consumeError(bad.takeError());
+  auto why = [](int64_t experts, int64_t local, int64_t ep) {
+    llvm::Expected<ExpertPlacement> placement =
+        getUniformExpertPlacement(experts, local, ep);
+    return placement ? std::string() : llvm::toString(placement.takeError());
+  };
+  EXPECT_EQ(why(8, 3, 2), "expert placement: a uniform layout needs "
+                          "num_local_experts * ep_size == num_experts, got "
+                          "3 * 2 != 8");
+  // 2^62 * 4 wraps around to 0 in 64 bits.
+  EXPECT_EQ(why(0, int64_t(1) << 62, 4),
+            "expert placement: a uniform layout needs num_local_experts * "
+            "ep_size == num_experts, got 4611686018427387904 * 4 != 0");
+  EXPECT_EQ(why(1 << 21, 1, 1 << 21),
+            "expert placement: ep_size 2097152 is beyond the most ranks "
+            "supported, 1048576");
 }
 
 TEST(ExpertPlacement, NonContiguousReplicatedAndEmpty) {
@@ -462,6 +474,7 @@ TEST(ExpertPlacement, InvalidDescriptorsAreRefused) {
             "expert placement: ep_size is 3 but 2 ranks are described");
   EXPECT_EQ(why({0, 1, {{}}}),
             "expert placement: num_experts must be positive, got 0");
+  EXPECT_EQ(why({4, 0, {}}), "expert placement: ep_size must be positive, got 0");
 }
 
 } // namespace

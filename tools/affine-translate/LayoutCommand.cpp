@@ -135,8 +135,8 @@ llvm::Error requirePositive(const LayoutFlags &flags, llvm::StringRef what,
 
 /// Builds the map the flags describe.
 llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
-  if (llvm::Error error = requirePositive(flags, "tp", flags.tp))
-    return std::move(error);
+  if (std::string error = checkWorldSize(flags.tp, "--tp"); !error.empty())
+    return refuse("--layout " + flags.layout + ": " + error);
   Extents shape(flags.shape.begin(), flags.shape.end());
   SplitRule rule;
   if (flags.kvHeads > 0)

@@ -138,6 +138,16 @@ struct ViewInBuffer {
 std::string checkViews(llvm::ArrayRef<int64_t> shape,
                        llvm::ArrayRef<ViewInBuffer> views);
 
+/// The most ranks a world may have: 2^20, beyond any job run today. A
+/// larger world is a corrupt or mistyped value, and the tools that list
+/// every rank (one shard or file each) would run out of time or memory.
+constexpr int64_t kMaxWorldSize = int64_t(1) << 20;
+
+/// Checks that `worldSize` lies in [1, kMaxWorldSize]; "" when it does.
+/// `what` names the value in the message ("world size", "ep_size").
+std::string checkWorldSize(int64_t worldSize,
+                           llvm::StringRef what = "world size");
+
 /// Checks a parameter's logical shape, world size and, when set, its
 /// original vocabulary size (at most the rows of F).
 std::string checkParamHeader(llvm::ArrayRef<int64_t> logicalShape,

@@ -6,6 +6,12 @@ ucp.param @w shape [4] world 0 {
 
 // -----
 
+// expected-error@+1 {{world size 1048577 is beyond the most ranks supported, 1048576}}
+ucp.param @w shape [4] world 1048577 {
+}
+
+// -----
+
 // expected-error@+1 {{logical extent -4 in dimension 1 must be non-negative}}
 ucp.param @w shape [2, -4] world 1 {
 }

@@ -6,6 +6,12 @@ ucp.plan @p source_world 0 target_world 1 {
 
 // -----
 
+// expected-error@+1 {{target world size 2199023255552 is beyond the most ranks supported, 1048576}}
+ucp.plan @p source_world 1 target_world 2199023255552 {
+}
+
+// -----
+
 ucp.plan @p source_world 1 target_world 1 {
   // expected-error@+1 {{rank 1 is outside the world [0, 1)}}
   ucp.source_shard rank 1 shape [4]

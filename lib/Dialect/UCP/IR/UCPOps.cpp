@@ -98,12 +98,10 @@ LogicalResult PieceOp::verify() {
 //===----------------------------------------------------------------------===//
 
 LogicalResult PlanOp::verify() {
-  if (getSourceWorld() < 1)
-    return emitOpError("source world size must be positive, got ")
-           << getSourceWorld();
-  if (getTargetWorld() < 1)
-    return emitOpError("target world size must be positive, got ")
-           << getTargetWorld();
+  for (auto [world, what] : {std::pair(getSourceWorld(), "source world size"),
+                              std::pair(getTargetWorld(), "target world size")})
+    if (std::string error = checkWorldSize(world, what); !error.empty())
+      return emitOpError(error);
   return success();
 }
 
