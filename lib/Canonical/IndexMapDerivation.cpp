@@ -5,6 +5,8 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <unordered_map>
+
 using namespace ucp;
 using llvm::ArrayRef;
 
@@ -12,13 +14,24 @@ namespace {
 
 /// The sets of ranks holding each element of F, interned: ranks are added
 /// in ascending order, so a set grows by appending and each (set, rank)
-/// step is memoized.
+/// step is memoized. Set 0 is the empty set.
 class HolderSets {
 public:
-  explicit HolderSets(int64_t elements) : setOf(elements, 0), sets(1) {}
+  /// For `entries` index entries into an F of `elements`. A table with a
+  /// slot per element of F is the fast way, but only when F has no more
+  /// elements than the index has entries (as when the index covers F);
+  /// otherwise the holders are kept per element held, so that memory stays
+  /// in proportion to the index, never to F.
+  HolderSets(int64_t elements, int64_t entries) : sets(1) {
+    if (elements <= entries)
+      setOfElement.assign(elements, 0);
+    else
+      sparse = true;
+  }
 
   void add(int64_t element, int64_t rank) {
-    uint32_t &set = setOf[element];
+    uint32_t &set =
+        sparse ? setOfHeldElement[element] : setOfElement[element];
     if (!sets[set].empty() && sets[set].back() == rank)
       return; // The same rank holds the element twice.
     auto [it, inserted] = steps.try_emplace({set, rank}, sets.size());
@@ -30,11 +43,19 @@ public:
     set = it->second;
   }
 
-  uint32_t getSet(int64_t element) const { return setOf[element]; }
+  uint32_t getSet(int64_t element) const {
+    if (!sparse)
+      return setOfElement[element];
+    auto it = setOfHeldElement.find(element);
+    return it == setOfHeldElement.end() ? 0 : it->second;
+  }
   ArrayRef<int64_t> getRanks(uint32_t set) const { return sets[set]; }
 
 private:
-  std::vector<uint32_t> setOf;
+  bool sparse = false;
+  std::vector<uint32_t> setOfElement;
+  // Not a DenseMap: it reserves two keys that are elements of a large F.
+  std::unordered_map<int64_t, uint32_t> setOfHeldElement;
   std::vector<std::vector<int64_t>> sets;
   llvm::DenseMap<std::pair<uint32_t, int64_t>, uint32_t> steps;
 };
@@ -58,7 +79,10 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
   int64_t elements = *getNumElements(indexMap.logicalShape);
 
   // Refuse anything that is not a view, then learn who holds what.
-  HolderSets holders(elements);
+  int64_t entries = 0;
+  for (const IndexShard &shard : indexMap.shards)
+    entries += shard.index.size();
+  HolderSets holders(elements, entries);
   for (const IndexShard &shard : indexMap.shards) {
     std::string error =
         checkShardHeader(shard.rank, shard.shape, indexMap.worldSize);
