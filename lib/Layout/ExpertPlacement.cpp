@@ -2,6 +2,7 @@
 
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/BlockLayout.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -46,7 +47,9 @@ llvm::Error ucp::validateExpertPlacement(const ExpertPlacement &placement) {
     return refuse("ep_size is " + std::to_string(placement.epSize) + " but " +
                   std::to_string(placement.experts.size()) +
                   " ranks are described");
-  std::vector<bool> covered(placement.numExperts, false);
+  // The IDs held, not a flag per expert: num_experts is the document's
+  // word, and memory must not follow it.
+  std::vector<int64_t> held;
   for (auto [rank, experts] : llvm::enumerate(placement.experts)) {
     std::set<int64_t> seen;
     for (int64_t id : experts) {
@@ -57,11 +60,14 @@ llvm::Error ucp::validateExpertPlacement(const ExpertPlacement &placement) {
       if (!seen.insert(id).second)
         return refuse("rank " + std::to_string(rank) + " lists expert " +
                       std::to_string(id) + " twice");
-      covered[id] = true;
+      held.push_back(id);
     }
   }
+  // Sorted and unique, the IDs cover [0, num_experts) where the i-th is i.
+  llvm::sort(held);
+  held.erase(std::unique(held.begin(), held.end()), held.end());
   for (int64_t id = 0; id < placement.numExperts; ++id)
-    if (!covered[id])
+    if (id >= static_cast<int64_t>(held.size()) || held[id] != id)
       return refuse("the ranks do not cover global expert IDs: expert " +
                     std::to_string(id) + " is held by no rank");
   return llvm::Error::success();
@@ -74,6 +80,8 @@ ucp::buildExpertLayout(llvm::StringRef name, const ExpertPlacement &placement,
     return std::move(error);
   Extents shape = {placement.numExperts};
   shape.append(expertShape.begin(), expertShape.end());
+  if (llvm::Error error = checkLayoutInputs(name, shape, placement.epSize))
+    return std::move(error);
   std::vector<std::vector<IndexRun>> runs;
   for (const std::vector<int64_t> &experts : placement.experts) {
     std::vector<IndexRun> &mine = runs.emplace_back();

@@ -3,6 +3,7 @@
 #include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/Regex.h"
 
 using namespace ucp;
@@ -48,6 +49,8 @@ Expected<ParamMap> lowerAutoTp(const LegacyParam &param,
                                const LegacyCategories &categories, int64_t tp) {
   const AutoTpMeta &meta = param.meta;
   Extents shape = meta.logicalShape.value_or(param.shape);
+  if (llvm::Error error = checkLayoutInputs(param.name, shape, tp))
+    return std::move(error);
   SplitRule rule{categories.numKvHeads, categories.grainSize, param.name};
   if (meta.replicated.value_or(false))
     return buildReplicatedLayout(param.name, shape, tp);
@@ -148,6 +151,8 @@ Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
   }
   if (param.meta.any())
     return lowerAutoTp(param, categories, tp);
+  if (llvm::Error error = checkLayoutInputs(param.name, param.shape, tp))
+    return std::move(error);
 
   Expected<Branch> branch = classify(param, categories);
   if (!branch)
@@ -190,12 +195,16 @@ Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
     if (!categories.originalVocabSize)
       return refuse(param, "a vocabulary parameter needs original_vocab_size");
     int64_t vocab = *categories.originalVocabSize;
-    int64_t padded = (vocab + tp - 1) / tp * tp;
+    std::optional<int64_t> padded;
+    if (vocab >= 0)
+      padded = llvm::checkedMul(vocab / tp + (vocab % tp != 0), tp);
     if (param.shape.size() != 2 ||
         (param.shape[0] != vocab && param.shape[0] != padded))
       return refuse(param, "vocabulary shape " + formatList(param.shape) +
                                " has neither " + std::to_string(vocab) +
-                               " nor the padded " + std::to_string(padded) +
+                               " nor the padded " +
+                               (padded ? std::to_string(*padded)
+                                       : std::string("(beyond int64)")) +
                                " rows");
     return buildPaddedVocabLayout(param.name, vocab, param.shape[1], tp);
   }

@@ -19,8 +19,10 @@ Extents ucp::getShardSizes(int64_t total, int64_t tp, const SplitRule &rule) {
   if (rule.numKvHeads && *rule.numKvHeads > 0 &&
       total % *rule.numKvHeads == 0 && mayTakeKvBranch(rule.name)) {
     int64_t kv = *rule.numKvHeads;
+    // total * heads / kv, divided first (total is a multiple of kv) so
+    // that the product cannot overflow.
     for (int64_t r = 0; r < tp; ++r)
-      sizes.push_back(total * (kv / tp + (r < kv % tp)) / kv);
+      sizes.push_back(total / kv * (kv / tp + (r < kv % tp)));
     return sizes;
   }
   int64_t grain = std::max<int64_t>(rule.grainSize, 1);

@@ -8,6 +8,8 @@
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Layout/BlockLayout.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace ucp;
 using llvm::ArrayRef;
 using llvm::Expected;
@@ -17,11 +19,19 @@ static llvm::Error refuse(llvm::StringRef name, const llvm::Twine &why) {
                                  "layout of '" + name + "': " + why.str());
 }
 
-static int64_t sum(ArrayRef<int64_t> values) {
+/// The sum of `values`, or nullopt where it leaves int64.
+static std::optional<int64_t> sum(ArrayRef<int64_t> values) {
   int64_t total = 0;
   for (int64_t v : values)
-    total += v;
+    if (llvm::AddOverflow(total, v, total))
+      return std::nullopt;
   return total;
+}
+
+llvm::Error ucp::checkLayoutInputs(llvm::StringRef name,
+                                   ArrayRef<int64_t> shape, int64_t tp) {
+  std::string error = checkParamHeader(shape, tp);
+  return error.empty() ? llvm::Error::success() : refuse(name, error);
 }
 
 /// Checks that `dim` names a dimension of `shape`.
@@ -66,9 +76,11 @@ ParamMap ucp::buildScaledBiasLayout(llvm::StringRef name,
 Expected<ParamMap> ucp::buildSplitLayout(llvm::StringRef name,
                                          ArrayRef<int64_t> shape, int64_t dim,
                                          ArrayRef<int64_t> sizes) {
+  if (llvm::Error error = checkLayoutInputs(name, shape, sizes.size()))
+    return std::move(error);
   if (llvm::Error error = checkDim(name, shape, dim))
     return std::move(error);
-  if (sum(sizes) != shape[dim] ||
+  if (sum(sizes) != std::optional(shape[dim]) ||
       llvm::any_of(sizes, [](int64_t s) { return s < 0; }))
     return refuse(name, "partition sizes " + formatList(sizes) +
                             " do not account for the " +
@@ -81,23 +93,31 @@ Expected<ParamMap> ucp::buildSubParamLayout(llvm::StringRef name,
                                             ArrayRef<int64_t> shape,
                                             int64_t dim,
                                             ArrayRef<Extents> widths) {
-  if (llvm::Error error = checkDim(name, shape, dim))
-    return std::move(error);
   if (widths.empty())
     return refuse(name, "no sub-parameters");
   size_t tp = widths.front().size();
-  int64_t total = 0;
+  if (llvm::Error error = checkLayoutInputs(name, shape, tp))
+    return std::move(error);
+  if (llvm::Error error = checkDim(name, shape, dim))
+    return std::move(error);
+  Extents all;
   for (const Extents &sub : widths) {
     if (sub.size() != tp)
       return refuse(name, "sub-parameter widths " + formatList(sub) +
                               " do not name " + std::to_string(tp) + " ranks");
-    total += sum(sub);
+    all.append(sub.begin(), sub.end());
   }
-  if (total != shape[dim])
+  for (int64_t width : all)
+    if (width < 0)
+      return refuse(name, "sub-parameter width " + std::to_string(width) +
+                              " is negative");
+  std::optional<int64_t> total = sum(all);
+  if (total != std::optional(shape[dim]))
     return refuse(name, "sub-parameter widths add up to " +
-                            std::to_string(total) + " but dimension " +
-                            std::to_string(dim) + " has " +
-                            std::to_string(shape[dim]));
+                            (total ? std::to_string(*total)
+                                   : std::string("more than int64 holds")) +
+                            " but dimension " + std::to_string(dim) +
+                            " has " + std::to_string(shape[dim]));
   std::vector<std::vector<IndexRun>> runs(tp);
   int64_t start = 0;
   for (const Extents &sub : widths) {
@@ -141,10 +161,19 @@ ParamMap ucp::buildBigcodeLayout(llvm::StringRef name, int64_t qRows,
 Expected<ParamMap> ucp::buildCodegenLayout(llvm::StringRef name, int64_t hidden,
                                            int64_t cols, int64_t tp,
                                            int64_t mpNum) {
-  if (mpNum <= 0 || tp <= 0 || hidden % (mpNum * tp) != 0)
-    return refuse(
-        name, "codegen needs the hidden size " + std::to_string(hidden) +
-                  " divisible by mp_num * tp = " + std::to_string(mpNum * tp));
+  // hidden / mp_num divisible by tp: the same as hidden divisible by
+  // mp_num * tp, without forming a product that may overflow.
+  if (mpNum <= 0 || tp <= 0 || hidden % mpNum != 0 || hidden / mpNum % tp != 0)
+    return refuse(name, "codegen needs the hidden size " +
+                            std::to_string(hidden) +
+                            " divisible by mp_num * tp = " +
+                            std::to_string(mpNum) + " * " + std::to_string(tp));
+  int64_t rows = 0;
+  if (llvm::MulOverflow(int64_t(3), hidden, rows))
+    return refuse(name, "3 * hidden " + std::to_string(hidden) +
+                            " rows are more than int64 holds");
+  if (llvm::Error error = checkLayoutInputs(name, {rows, cols}, tp))
+    return std::move(error);
   // F is mp_num blocks of [q|k|v]; unit n = k*tp + j takes, from block k,
   // rows j*u.. of each of q, k and v. Rank r holds units mp_num*r onwards.
   int64_t block = 3 * hidden / mpNum, part = hidden / mpNum;
@@ -155,12 +184,14 @@ Expected<ParamMap> ucp::buildCodegenLayout(llvm::StringRef name, int64_t hidden,
     for (int64_t offset : {int64_t(0), part, 2 * part})
       runs[n / mpNum].push_back({k * block + offset + j * unit, unit});
   }
-  return buildBlockLayout(name, {3 * hidden, cols}, 0, runs);
+  return buildBlockLayout(name, {rows, cols}, 0, runs);
 }
 
 Expected<ParamMap> ucp::buildYuanLayout(llvm::StringRef name,
                                         ArrayRef<int64_t> shape, int64_t dim,
                                         int64_t tp, int64_t numHeads) {
+  if (llvm::Error error = checkLayoutInputs(name, shape, tp))
+    return std::move(error);
   if (llvm::Error error = checkDim(name, shape, dim))
     return std::move(error);
   if (numHeads <= 0 || tp <= 0 || numHeads % tp != 0 || tp > numHeads / 2 ||

@@ -20,6 +20,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
@@ -138,6 +139,8 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
   if (std::string error = checkWorldSize(flags.tp, "--tp"); !error.empty())
     return refuse("--layout " + flags.layout + ": " + error);
   Extents shape(flags.shape.begin(), flags.shape.end());
+  if (llvm::Error error = checkLayoutInputs(flags.name, shape, flags.tp))
+    return std::move(error);
   SplitRule rule;
   if (flags.kvHeads > 0)
     rule.numKvHeads = flags.kvHeads;
@@ -172,6 +175,16 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
             llvm::joinErrors(requirePositive(flags, "vocab", flags.vocab),
                              requirePositive(flags, "hidden", flags.hidden)))
       return std::move(error);
+    // F has the vocabulary padded to a multiple of tp.
+    int64_t rows = 0;
+    int64_t perRank = flags.vocab / flags.tp + (flags.vocab % flags.tp != 0);
+    if (llvm::MulOverflow(perRank, int64_t(flags.tp), rows))
+      return refuse("--layout padded-vocab: --vocab " +
+                    std::to_string(flags.vocab) +
+                    " padded to a multiple of --tp is more than int64 holds");
+    if (llvm::Error error =
+            checkLayoutInputs(flags.name, {rows, flags.hidden}, flags.tp))
+      return std::move(error);
     return buildPaddedVocabLayout(flags.name, flags.vocab, flags.hidden,
                                   flags.tp);
   }
@@ -180,6 +193,13 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
             requirePositive(flags, "q-rows", flags.qRows),
             llvm::joinErrors(requirePositive(flags, "kv-rows", flags.kvRows),
                              requirePositive(flags, "cols", flags.cols))))
+      return std::move(error);
+    int64_t rows = 0;
+    if (llvm::AddOverflow(int64_t(flags.qRows), int64_t(flags.kvRows), rows))
+      return refuse("--layout bigcode: --q-rows plus --kv-rows is more than "
+                    "int64 holds");
+    if (llvm::Error error =
+            checkLayoutInputs(flags.name, {rows, flags.cols}, flags.tp))
       return std::move(error);
     return buildBigcodeLayout(flags.name, flags.qRows, flags.kvRows, flags.cols,
                               flags.tp, rule);

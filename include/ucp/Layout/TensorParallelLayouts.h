@@ -3,7 +3,8 @@
 // One builder per layout DeepSpeed's tensor parallelism produces today
 // (deepspeed-facts §1, spec §4-§5). Each returns the canonical map; the
 // worked numbers of deepspeed-facts are reproduced by the unit tests.
-// Builders with preconditions return an error naming the one that fails.
+// Builders with preconditions return an error naming the one that fails;
+// every builder expects the shape and world that checkLayoutInputs accepts.
 //
 //===----------------------------------------------------------------------===//
 
@@ -15,6 +16,14 @@
 #include "llvm/Support/Error.h"
 
 namespace ucp {
+
+/// Checks what every builder assumes of a parameter's logical shape and
+/// world before any arithmetic on them: `tp` in [1, kMaxWorldSize], extents
+/// non-negative and their product within int64, so that no offset or sum a
+/// builder computes can overflow. The entry points that take sizes from
+/// users (the layout command, legacy metadata) call it first.
+llvm::Error checkLayoutInputs(llvm::StringRef name,
+                              llvm::ArrayRef<int64_t> shape, int64_t tp);
 
 /// Every rank holds all of F (norms, untouched parameters, a row-parallel
 /// bias added after the all-reduce), scaled by `scale`.
