@@ -3,7 +3,6 @@
 #include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 
-#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/Regex.h"
 
 using namespace ucp;
@@ -197,7 +196,7 @@ Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
     int64_t vocab = *categories.originalVocabSize;
     std::optional<int64_t> padded;
     if (vocab >= 0)
-      padded = llvm::checkedMul(vocab / tp + (vocab % tp != 0), tp);
+      padded = getPaddedVocabRows(vocab, tp);
     if (param.shape.size() != 2 ||
         (param.shape[0] != vocab && param.shape[0] != padded))
       return refuse(param, "vocabulary shape " + formatList(param.shape) +

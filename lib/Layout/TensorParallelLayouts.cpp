@@ -8,6 +8,7 @@
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Layout/BlockLayout.h"
 
+#include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace ucp;
@@ -139,11 +140,15 @@ ucp::buildSplitSubParamLayout(llvm::StringRef name, ArrayRef<int64_t> shape,
   return buildSubParamLayout(name, shape, dim, widths);
 }
 
+std::optional<int64_t> ucp::getPaddedVocabRows(int64_t vocab, int64_t tp) {
+  return llvm::checkedMul(vocab / tp + (vocab % tp != 0), tp);
+}
+
 ParamMap ucp::buildPaddedVocabLayout(llvm::StringRef name, int64_t vocab,
                                      int64_t hidden, int64_t tp) {
-  int64_t rowsPerRank = (vocab + tp - 1) / tp;
-  ParamMap map = buildBlockLayout(name, {rowsPerRank * tp, hidden}, 0,
-                                  getContiguousRuns(Extents(tp, rowsPerRank)));
+  int64_t rows = *getPaddedVocabRows(vocab, tp);
+  ParamMap map = buildBlockLayout(name, {rows, hidden}, 0,
+                                  getContiguousRuns(Extents(tp, rows / tp)));
   map.originalVocabSize = vocab;
   return map;
 }

@@ -20,8 +20,8 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/ToolOutputFile.h"
 
@@ -176,14 +176,13 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
                              requirePositive(flags, "hidden", flags.hidden)))
       return std::move(error);
     // F has the vocabulary padded to a multiple of tp.
-    int64_t rows = 0;
-    int64_t perRank = flags.vocab / flags.tp + (flags.vocab % flags.tp != 0);
-    if (llvm::MulOverflow(perRank, int64_t(flags.tp), rows))
+    std::optional<int64_t> rows = getPaddedVocabRows(flags.vocab, flags.tp);
+    if (!rows)
       return refuse("--layout padded-vocab: --vocab " +
                     std::to_string(flags.vocab) +
                     " padded to a multiple of --tp is more than int64 holds");
     if (llvm::Error error =
-            checkLayoutInputs(flags.name, {rows, flags.hidden}, flags.tp))
+            checkLayoutInputs(flags.name, {*rows, flags.hidden}, flags.tp))
       return std::move(error);
     return buildPaddedVocabLayout(flags.name, flags.vocab, flags.hidden,
                                   flags.tp);

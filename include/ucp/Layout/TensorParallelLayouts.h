@@ -61,6 +61,10 @@ buildSplitSubParamLayout(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                          int64_t dim, llvm::ArrayRef<int64_t> subSizes,
                          int64_t tp, const SplitRule &rule = {});
 
+/// The rows of a vocabulary of `vocab` rows padded to a multiple of `tp`
+/// (both positive), or nullopt where that count leaves int64.
+std::optional<int64_t> getPaddedVocabRows(int64_t vocab, int64_t tp);
+
 /// A legacy-TP vocabulary: `vocab` rows padded to an even split across `tp`
 /// ranks, the padding kept in F (spec §8.1 option a) and the real row count
 /// recorded as the original vocabulary size.
