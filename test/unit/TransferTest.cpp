@@ -91,9 +91,8 @@ void expectReferenceTransfer(const TransferSide &from, const TransferSide &to,
       EXPECT_EQ(tensor->shape, shard.shape);
       ASSERT_EQ(tensor->end - tensor->begin,
                 static_cast<int64_t>(expected.size()));
-      EXPECT_EQ(std::memcmp(reader.getData(*tensor), expected.data(),
-                            expected.size()),
-                0)
+      EXPECT_TRUE(llvm::ArrayRef(reader.getData(*tensor), expected.size()) ==
+                  llvm::ArrayRef(expected))
           << context << ": " << target.name << " on rank " << shard.rank;
     }
   }
