@@ -6,6 +6,8 @@
 // Each output file is compared with what a plain loop over the pieces of
 // both maps gives from the input files: element by element through F,
 // scaled by the ratio of the two pieces' scales, zero where no piece writes.
+// A padded vocabulary's padding, poisoned in the source shards, reaches no
+// output; file tensors of another shape than the map's are refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -158,6 +160,85 @@ TEST(Transfer, RandomMapSetsMatchTheReferenceOnFiles) {
         return;
     }
   }
+}
+
+/// Rewrites the tensor `name` of the safetensors file `path`, passing its
+/// bytes through `edit`.
+void rewriteTensor(const std::string &path, llvm::StringRef name,
+                   llvm::function_ref<void(llvm::MutableArrayRef<char>)> edit) {
+  std::vector<TensorInfo> tensors;
+  std::vector<std::vector<char>> data;
+  {
+    auto reader = SafetensorsReader::open(path);
+    ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+    for (const TensorInfo &tensor : (*reader)->getTensors()) {
+      tensors.push_back(tensor);
+      const char *bytes = (*reader)->getData(tensor);
+      data.emplace_back(bytes, bytes + (tensor.end - tensor.begin));
+      if (tensor.name == name)
+        edit(data.back());
+    }
+  }
+  auto writer = SafetensorsWriter::create(path, tensors);
+  ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+  for (auto [tensor, bytes] : llvm::zip(tensors, data))
+    std::copy(bytes.begin(), bytes.end(), (*writer)->getData(tensor.name));
+  ASSERT_FALSE(bool((*writer)->commit()));
+}
+
+/// The bytes of tensor `name` in the safetensors file `path`.
+std::vector<char> readTensor(const std::string &path, llvm::StringRef name) {
+  auto reader = SafetensorsReader::open(path);
+  EXPECT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  if (!reader)
+    return {};
+  const TensorInfo *tensor = (*reader)->find(name);
+  EXPECT_TRUE(tensor) << name.str();
+  if (!tensor)
+    return {};
+  const char *bytes = (*reader)->getData(*tensor);
+  return {bytes, bytes + (tensor->end - tensor->begin)};
+}
+
+/// A padded vocabulary's padding rows are never read: poisoned in the
+/// source shards, they reach neither the full tensor nor the padding of
+/// other shards, which comes out as zeros.
+TEST(Transfer, PoisonedPaddingNeverReachesTheOutputs) {
+  ScratchFolder folder;
+  // 13 rows: 16 at TP=4 (rank 3 holds 3 padding rows), 14 at TP=2 (rank 1
+  // holds 1).
+  std::vector<ParamMap> tp4 = {buildPaddedVocabLayout("embed", 13, 8, 4)};
+  std::vector<ParamMap> tp2 = {buildPaddedVocabLayout("embed", 13, 8, 2)};
+  std::string original = folder.file("full.safetensors");
+  ASSERT_FALSE(bool(writeRandomFullTensors(tp4, original, DType::F32, 3)));
+  TransferOptions options;
+  options.syncOutputs = false;
+  auto run = [&](const TransferSide &from, const TransferSide &to) {
+    llvm::Expected<TransferStats> stats = runTransfer(from, to, options);
+    ASSERT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
+  };
+  run(getFullTensorSide(tp4, original), getShardSide(tp4, folder.file("a")));
+  const int64_t rowBytes = 8 * 4;
+  rewriteTensor(folder.file("a/rank_3.safetensors"), "embed",
+                [&](llvm::MutableArrayRef<char> bytes) {
+                  ASSERT_EQ(bytes.size(), size_t(4 * rowBytes));
+                  std::fill(bytes.begin() + rowBytes, bytes.end(), '\xff');
+                });
+
+  run(getShardSide(tp4, folder.file("a")), getShardSide(tp2, folder.file("b")));
+  std::vector<char> rank1 = readTensor(folder.file("b/rank_1.safetensors"), "embed");
+  ASSERT_EQ(rank1.size(), size_t(7 * rowBytes));
+  EXPECT_EQ(std::vector<char>(rank1.begin() + 6 * rowBytes, rank1.end()),
+            std::vector<char>(rowBytes, 0));
+
+  run(getShardSide(tp2, folder.file("b")),
+      getFullTensorSide(tp2, folder.file("from-b.safetensors")));
+  run(getShardSide(tp4, folder.file("a")),
+      getFullTensorSide(tp4, folder.file("from-a.safetensors")));
+  std::vector<char> full = readTensor(original, "embed");
+  ASSERT_EQ(full.size(), size_t(13 * rowBytes));
+  EXPECT_EQ(readTensor(folder.file("from-b.safetensors"), "embed"), full);
+  EXPECT_EQ(readTensor(folder.file("from-a.safetensors"), "embed"), full);
 }
 
 /// Runs an extract of a [4, 8] row split from a full-tensor file whose
