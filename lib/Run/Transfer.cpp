@@ -203,6 +203,9 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
     if (!llvm::sys::fs::getUniqueID(path, id) && inputs.count(id))
       return refuse(path + " is both read and written: write the outputs "
                            "to another place, then move them");
+    // Found now rather than at the final rename, after all the work.
+    if (llvm::sys::fs::is_directory(path))
+      return refuse("cannot write " + path + ": a folder of that name exists");
   }
 
   // Open every source file that some shard needs, and check the tensors.
