@@ -3,6 +3,7 @@
 #include "JsonReading.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace ucp;
@@ -102,12 +103,76 @@ Expected<const json::Value *> ucp::getKey(const json::Object &object,
   return path.error("missing key \"" + key + "\"");
 }
 
+/// Refuses an object of the valid JSON `text` that names a key twice. The
+/// parser keeps one of the two values without a word (as Python's does), so
+/// a map listing a parameter twice, or a file header a tensor, would lose
+/// one silently.
+static Error checkUniqueKeys(StringRef text) {
+  // The containers open at the current character, outermost first.
+  struct Container {
+    bool object;
+    llvm::StringSet<> keys;
+    std::string key;  // The key of the value being read, in an object.
+    size_t index = 0; // The index of the value being read, in an array.
+    bool expectKey = false;
+  };
+  std::vector<Container> open;
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '"') {
+      size_t end = i + 1;
+      bool escaped = false;
+      for (; text[end] != '"'; ++end)
+        if (text[end] == '\\') {
+          escaped = true;
+          ++end;
+        }
+      if (!open.empty() && open.back().expectKey) {
+        Container &object = open.back();
+        StringRef token = text.slice(i, end + 1);
+        // Keys compare decoded: "a" and "\u0061" are the same key.
+        std::string key = token.drop_front().drop_back().str();
+        if (escaped) {
+          Expected<json::Value> decoded = json::parse(token);
+          if (!decoded)
+            return decoded.takeError(); // Not reached: `text` parsed.
+          key = decoded->getAsString()->str();
+        }
+        if (!object.keys.insert(key).second) {
+          JsonPath path; // Built only now: most documents have no error.
+          for (const Container &outer : llvm::drop_end(open))
+            path = outer.object ? path.field(outer.key)
+                                : path.index(outer.index);
+          return path.error("key \"" + key +
+                            "\" appears twice; JSON readers keep only one "
+                            "of the two values");
+        }
+        object.key = std::move(key);
+        object.expectKey = false;
+      }
+      i = end;
+    } else if (c == '{' || c == '[') {
+      open.push_back({c == '{', {}, {}, 0, c == '{'});
+    } else if (c == '}' || c == ']') {
+      open.pop_back();
+    } else if (c == ',') {
+      if (open.back().object)
+        open.back().expectKey = true;
+      else
+        ++open.back().index;
+    }
+  }
+  return Error::success();
+}
+
 Expected<json::Value> ucp::parseJson(StringRef text) {
   Expected<json::Value> root = json::parse(text);
   if (!root)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "not valid JSON: " +
                                        llvm::toString(root.takeError()));
+  if (Error error = checkUniqueKeys(text))
+    return std::move(error);
   return root;
 }
 

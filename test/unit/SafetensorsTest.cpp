@@ -167,4 +167,17 @@ TEST(Safetensors, SizesThatOverflowAreRefused) {
             std::string::npos);
 }
 
+TEST(Safetensors, TensorNamedTwiceIsRefused) {
+  ScratchFolder folder;
+  // A JSON parser keeps one of two tensors of the same name.
+  EXPECT_EQ(
+      openFileOf(folder,
+                 R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                 R"("w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                 8),
+      folder.file("crafted.safetensors") +
+          ": $: key \"w\" appears twice; JSON readers keep only one of the "
+          "two values");
+}
+
 } // namespace
