@@ -30,8 +30,7 @@ public:
   }
 
   void add(int64_t element, int64_t rank) {
-    uint32_t &set =
-        sparse ? setOfHeldElement[element] : setOfElement[element];
+    uint32_t &set = sparse ? setOfHeldElement[element] : setOfElement[element];
     if (!sets[set].empty() && sets[set].back() == rank)
       return; // The same rank holds the element twice.
     auto [it, inserted] = steps.try_emplace({set, rank}, sets.size());

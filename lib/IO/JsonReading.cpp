@@ -141,8 +141,8 @@ static Error checkUniqueKeys(StringRef text) {
         if (!object.keys.insert(key).second) {
           JsonPath path; // Built only now: most documents have no error.
           for (const Container &outer : llvm::drop_end(open))
-            path = outer.object ? path.field(outer.key)
-                                : path.index(outer.index);
+            path =
+                outer.object ? path.field(outer.key) : path.index(outer.index);
           return path.error("key \"" + key +
                             "\" appears twice; JSON readers keep only one "
                             "of the two values");

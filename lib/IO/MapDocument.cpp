@@ -208,10 +208,11 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
         return piece.takeError();
       for (int64_t location : piece->locations) {
         if (location >= kMaxWorldSize)
-          return piecesPath.index(i).field("locations").error(
-              "location " + std::to_string(location) +
-              " is beyond the most ranks supported, " +
-              std::to_string(kMaxWorldSize));
+          return piecesPath.index(i)
+              .field("locations")
+              .error("location " + std::to_string(location) +
+                     " is beyond the most ranks supported, " +
+                     std::to_string(kMaxWorldSize));
         map.worldSize = std::max(map.worldSize, location + 1);
       }
       shard.pieces.push_back(std::move(*piece));

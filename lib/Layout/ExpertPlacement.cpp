@@ -21,8 +21,8 @@ ucp::getUniformExpertPlacement(int64_t numExperts, int64_t localExperts,
   if (std::string error = checkWorldSize(epSize, "ep_size"); !error.empty())
     return refuse(error);
   int64_t experts = 0;
-  if (localExperts <= 0 ||
-      llvm::MulOverflow(localExperts, epSize, experts) || experts != numExperts)
+  if (localExperts <= 0 || llvm::MulOverflow(localExperts, epSize, experts) ||
+      experts != numExperts)
     return refuse("a uniform layout needs num_local_experts * ep_size == "
                   "num_experts, got " +
                   std::to_string(localExperts) + " * " +

@@ -117,8 +117,8 @@ Expected<ParamMap> ucp::buildSubParamLayout(llvm::StringRef name,
     return refuse(name, "sub-parameter widths add up to " +
                             (total ? std::to_string(*total)
                                    : std::string("more than int64 holds")) +
-                            " but dimension " + std::to_string(dim) +
-                            " has " + std::to_string(shape[dim]));
+                            " but dimension " + std::to_string(dim) + " has " +
+                            std::to_string(shape[dim]));
   std::vector<std::vector<IndexRun>> runs(tp);
   int64_t start = 0;
   for (const Extents &sub : widths) {
@@ -169,10 +169,10 @@ Expected<ParamMap> ucp::buildCodegenLayout(llvm::StringRef name, int64_t hidden,
   // hidden / mp_num divisible by tp: the same as hidden divisible by
   // mp_num * tp, without forming a product that may overflow.
   if (mpNum <= 0 || tp <= 0 || hidden % mpNum != 0 || hidden / mpNum % tp != 0)
-    return refuse(name, "codegen needs the hidden size " +
-                            std::to_string(hidden) +
-                            " divisible by mp_num * tp = " +
-                            std::to_string(mpNum) + " * " + std::to_string(tp));
+    return refuse(name,
+                  "codegen needs the hidden size " + std::to_string(hidden) +
+                      " divisible by mp_num * tp = " + std::to_string(mpNum) +
+                      " * " + std::to_string(tp));
   int64_t rows = 0;
   if (llvm::MulOverflow(int64_t(3), hidden, rows))
     return refuse(name, "3 * hidden " + std::to_string(hidden) +

@@ -145,9 +145,9 @@ TEST(SplitSizes, FollowDeepSpeedsRule) {
             (Extents{8, 8, 0, 0}));
   // 2^50 rows of 2^20 kv heads on 3 ranks: total * heads would overflow.
   int64_t rows = int64_t(1) << 50, kv = int64_t(1) << 20;
-  EXPECT_EQ(getShardSizes(rows, 3, {kv, 1, "attn.k_proj.weight"}),
-            (Extents{rows / kv * 349526, rows / kv * 349525,
-                     rows / kv * 349525}));
+  EXPECT_EQ(
+      getShardSizes(rows, 3, {kv, 1, "attn.k_proj.weight"}),
+      (Extents{rows / kv * 349526, rows / kv * 349525, rows / kv * 349525}));
 }
 
 TEST(Layouts, InputsThatOverflowAreRefused) {
@@ -163,9 +163,10 @@ TEST(Layouts, InputsThatOverflowAreRefused) {
   EXPECT_EQ(why(buildSplitLayout("w", {huge, 4}, 0, {huge})),
             "layout of 'w': logical shape [4611686018427387904, 4] has more "
             "elements than int64 can count");
-  EXPECT_EQ(why(buildSubParamLayout("w", {4, 2}, 0, {{INT64_MAX, INT64_MAX, 6}})),
-            "layout of 'w': sub-parameter widths add up to more than int64 "
-            "holds but dimension 0 has 4");
+  EXPECT_EQ(
+      why(buildSubParamLayout("w", {4, 2}, 0, {{INT64_MAX, INT64_MAX, 6}})),
+      "layout of 'w': sub-parameter widths add up to more than int64 "
+      "holds but dimension 0 has 4");
   EXPECT_EQ(why(buildSubParamLayout("w", {4, 2}, 0, {{5, -1}})),
             "layout of 'w': sub-parameter width -1 is negative");
   EXPECT_EQ(why(buildCodegenLayout("w", huge, 2, 2, 4)),
@@ -508,7 +509,8 @@ TEST(ExpertPlacement, InvalidDescriptorsAreRefused) {
             "expert placement: ep_size is 3 but 2 ranks are described");
   EXPECT_EQ(why({0, 1, {{}}}),
             "expert placement: num_experts must be positive, got 0");
-  EXPECT_EQ(why({4, 0, {}}), "expert placement: ep_size must be positive, got 0");
+  EXPECT_EQ(why({4, 0, {}}),
+            "expert placement: ep_size must be positive, got 0");
   // No memory in proportion to num_experts.
   EXPECT_EQ(why({int64_t(1) << 62, 2, {{0, 1}, {2}}}),
             "expert placement: the ranks do not cover global expert IDs: "

@@ -5,8 +5,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ScratchFolder.h"
 #include "ucp/IO/Safetensors.h"
+#include "ScratchFolder.h"
 
 #include <gtest/gtest.h>
 
@@ -145,9 +145,9 @@ std::string openFileOf(const ScratchFolder &folder, const std::string &header,
 
 TEST(Safetensors, SizesThatOverflowAreRefused) {
   ScratchFolder folder;
-  EXPECT_EQ(openFileOf(folder,
-                       R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})",
-                       8),
+  EXPECT_EQ(openFileOf(
+                folder,
+                R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", 8),
             "");
   // (2^62 + 1) * 4 bytes wraps around to 4 in 64 bits.
   std::string wrapped = openFileOf(

@@ -11,11 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ucp/Run/Transfer.h"
 #include "RandomMaps.h"
 #include "ScratchFolder.h"
 #include "ucp/IO/Safetensors.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
-#include "ucp/Run/Transfer.h"
 
 #include <gtest/gtest.h>
 
@@ -104,8 +104,8 @@ void expectReferenceTransfer(const TransferSide &from, const TransferSide &to,
         << context << ": rank " << rank;
 }
 
-/// A set of `count` random maps of random tensors of up to three
-/// dimensions, each over its own world of up to five ranks.
+/// Random maps of tensors of `shapes`, named `layer.<i>.weight`, each over
+/// its own world of up to five ranks, with scales drawn from `scales`.
 std::vector<ParamMap> makeRandomMapSet(std::mt19937_64 &rng,
                                        const std::vector<Extents> &shapes,
                                        llvm::ArrayRef<double> scales) {
@@ -142,8 +142,10 @@ TEST(Transfer, RandomMapSetsMatchTheReferenceOnFiles) {
     options.threads = 1 + i % 2;
     options.syncOutputs = false;
     const std::pair<TransferSide, TransferSide> steps[] = {
-        {getFullTensorSide(from, original), getShardSide(from, folder.file("a"))},
-        {getShardSide(from, folder.file("a")), getShardSide(to, folder.file("b"))},
+        {getFullTensorSide(from, original),
+         getShardSide(from, folder.file("a"))},
+        {getShardSide(from, folder.file("a")),
+         getShardSide(to, folder.file("b"))},
         {getShardSide(to, folder.file("b")),
          getFullTensorSide(to, folder.file("rebuilt.safetensors"))},
     };
@@ -151,9 +153,8 @@ TEST(Transfer, RandomMapSetsMatchTheReferenceOnFiles) {
     for (auto [step, sides] : llvm::enumerate(steps)) {
       const auto &[input, output] = sides;
       llvm::Expected<TransferStats> stats = runTransfer(input, output, options);
-      ASSERT_TRUE(bool(stats))
-          << context << " " << names[step] << ": "
-          << llvm::toString(stats.takeError());
+      ASSERT_TRUE(bool(stats)) << context << " " << names[step] << ": "
+                               << llvm::toString(stats.takeError());
       EXPECT_EQ(stats->parameters, shapes.size());
       expectReferenceTransfer(input, output, type, context + " " + names[step]);
       if (HasFailure())
@@ -226,7 +227,8 @@ TEST(Transfer, PoisonedPaddingNeverReachesTheOutputs) {
                 });
 
   run(getShardSide(tp4, folder.file("a")), getShardSide(tp2, folder.file("b")));
-  std::vector<char> rank1 = readTensor(folder.file("b/rank_1.safetensors"), "embed");
+  std::vector<char> rank1 =
+      readTensor(folder.file("b/rank_1.safetensors"), "embed");
   ASSERT_EQ(rank1.size(), size_t(7 * rowBytes));
   EXPECT_EQ(std::vector<char>(rank1.begin() + 6 * rowBytes, rank1.end()),
             std::vector<char>(rowBytes, 0));
@@ -261,8 +263,8 @@ llvm::Error extractFromFileOfShape(const Extents &fileShape) {
 }
 
 TEST(Transfer, FileTensorsHaveTheMapsShapeOrAreFlat) {
-  for (Extents accepted : {Extents{4, 8}, Extents{32}, Extents{1, 4, 1, 8},
-                           Extents{1, 32}})
+  for (Extents accepted :
+       {Extents{4, 8}, Extents{32}, Extents{1, 4, 1, 8}, Extents{1, 32}})
     EXPECT_FALSE(bool(extractFromFileOfShape(accepted)))
         << formatList(accepted);
   // As many elements, but another layout: a transposed weight.

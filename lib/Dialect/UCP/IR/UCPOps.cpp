@@ -99,7 +99,7 @@ LogicalResult PieceOp::verify() {
 
 LogicalResult PlanOp::verify() {
   for (auto [world, what] : {std::pair(getSourceWorld(), "source world size"),
-                              std::pair(getTargetWorld(), "target world size")})
+                             std::pair(getTargetWorld(), "target world size")})
     if (std::string error = checkWorldSize(world, what); !error.empty())
       return emitOpError(error);
   return success();
