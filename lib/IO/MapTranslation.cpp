@@ -309,7 +309,9 @@ void ucp::registerMapTranslations() {
       [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
         std::optional<DType> type = parseDTypeName(cudaDType);
         if (!type)
-          return op->emitError("unknown --cuda-dtype '") << cudaDType << "'";
+          // Errors about the module are not followed by the module itself.
+          return mlir::emitError(op->getLoc())
+                 << "unknown --cuda-dtype '" << cudaDType << "'";
         std::vector<std::pair<std::string, CopyProgram>> programs;
         for (PlanOp plan : cast<ModuleOp>(op).getOps<PlanOp>()) {
           CopyProgram program = lowerPlan(toTransferPlan(plan));
@@ -324,8 +326,9 @@ void ucp::registerMapTranslations() {
           programs.emplace_back(plan.getSymName().str(), std::move(program));
         }
         if (programs.empty())
-          return op->emitError("no ucp.plan to emit; compose maps first with "
-                               "affine-opt --ucp-compose");
+          return mlir::emitError(op->getLoc())
+                 << "no ucp.plan to emit; compose maps first with affine-opt "
+                    "--ucp-compose";
         os << emitCuda(programs, *type).source;
         return success();
       },

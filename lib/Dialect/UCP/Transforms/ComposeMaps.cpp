@@ -28,6 +28,11 @@ struct UCPComposePass : public ucp::impl::UCPComposePassBase<UCPComposePass> {
   void runOnOperation() override;
 
 private:
+  /// An error about the whole module, at its location but without the note
+  /// that prints the operation: for a module, that is every map in it.
+  InFlightDiagnostic emitModuleError() {
+    return mlir::emitError(getOperation().getLoc());
+  }
   /// Reads the target maps, by name.
   FailureOr<std::map<std::string, ParamMap>> loadTargets();
 };
@@ -37,13 +42,13 @@ private:
 FailureOr<std::map<std::string, ParamMap>> UCPComposePass::loadTargets() {
   ModuleOp module = getOperation();
   if (target.empty()) {
-    module.emitError("--ucp-compose needs target=FILE, the target map");
+    emitModuleError() << "--ucp-compose needs target=FILE, the target map";
     return failure();
   }
   llvm::Expected<std::vector<ParamMap>> maps =
       readMapFile(target, module.getContext());
   if (!maps) {
-    module.emitError(llvm::toString(maps.takeError()));
+    emitModuleError() << llvm::toString(maps.takeError());
     return failure();
   }
   std::map<std::string, ParamMap> byName;
@@ -63,8 +68,7 @@ void UCPComposePass::runOnOperation() {
   else if (policy == "balance")
     replicaPolicy.kind = ReplicaPolicy::Balance;
   else {
-    getOperation().emitError("unknown replica policy '")
-        << policy << "'; expected lowest, local, node or balance";
+    emitModuleError() << "unknown replica policy '" << policy << "'; expected lowest, local, node or balance";
     return signalPassFailure();
   }
   replicaPolicy.ranksPerNode = ranksPerNode;
@@ -87,8 +91,8 @@ void UCPComposePass::runOnOperation() {
   }
   for (const auto &[name, map] : *targets) {
     if (!sourceNames.count(name)) {
-      getOperation().emitError("parameter '")
-          << name << "' is in the target map but not in the source map";
+      emitModuleError() << "parameter '" << name
+                        << "' is in the target map but not in the source map";
       mismatched = true;
     }
   }
