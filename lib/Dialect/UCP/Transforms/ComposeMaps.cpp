@@ -68,7 +68,8 @@ void UCPComposePass::runOnOperation() {
   else if (policy == "balance")
     replicaPolicy.kind = ReplicaPolicy::Balance;
   else {
-    emitModuleError() << "unknown replica policy '" << policy << "'; expected lowest, local, node or balance";
+    emitModuleError() << "unknown replica policy '" << policy
+                      << "'; expected lowest, local, node or balance";
     return signalPassFailure();
   }
   replicaPolicy.ranksPerNode = ranksPerNode;
