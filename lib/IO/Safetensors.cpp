@@ -25,6 +25,43 @@ static llvm::Error refuse(llvm::StringRef path, const llvm::Twine &why) {
                                  path + ": " + why.str());
 }
 
+/// Checks that the tensors of `reader` tile its data section of
+/// `dataSize` bytes, in some order, as the format requires: two tensors
+/// sharing bytes would read the same data under two names, and bytes no
+/// tensor holds mean a file written wrong. (The reference implementation
+/// refuses both too.)
+static llvm::Error checkTiling(const SafetensorsReader &reader,
+                               int64_t dataSize) {
+  std::vector<const TensorInfo *> byOffset;
+  for (const TensorInfo &tensor : reader.getTensors())
+    byOffset.push_back(&tensor);
+  llvm::sort(byOffset, [](const TensorInfo *a, const TensorInfo *b) {
+    return std::tie(a->begin, a->end) < std::tie(b->begin, b->end);
+  });
+  auto unclaimed = [&](int64_t from, int64_t to) {
+    return refuse(reader.getPath(), "bytes " + std::to_string(from) + " to " +
+                                        std::to_string(to) +
+                                        " of the data belong to no tensor");
+  };
+  int64_t next = 0;
+  const TensorInfo *previous = nullptr;
+  for (const TensorInfo *tensor : byOffset) {
+    if (tensor->begin < next)
+      return refuse(reader.getPath(),
+                    "tensors '" + previous->name + "' and '" + tensor->name +
+                        "' share bytes " + std::to_string(tensor->begin) +
+                        " to " + std::to_string(std::min(next, tensor->end)) +
+                        " of the data");
+    if (tensor->begin > next)
+      return unclaimed(next, tensor->begin);
+    next = tensor->end;
+    previous = tensor;
+  }
+  if (next != dataSize)
+    return unclaimed(next, dataSize);
+  return llvm::Error::success();
+}
+
 Expected<std::unique_ptr<SafetensorsReader>>
 SafetensorsReader::open(llvm::StringRef path) {
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
@@ -104,6 +141,8 @@ SafetensorsReader::open(llvm::StringRef path) {
     info.end = (*offsets)[1];
     reader->tensors.push_back(std::move(info));
   }
+  if (llvm::Error error = checkTiling(*reader, dataSize))
+    return std::move(error);
   llvm::sort(reader->tensors, [](const TensorInfo &a, const TensorInfo &b) {
     return a.name < b.name;
   });
