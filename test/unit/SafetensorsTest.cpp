@@ -182,32 +182,32 @@ TEST(Safetensors, TensorNamedTwiceIsRefused) {
 
 TEST(Safetensors, TensorsMustTileTheData) {
   ScratchFolder folder;
-  std::string file = folder.file("crafted.safetensors");
-  // Two tensors in either order, back to back, fill the data: accepted.
-  EXPECT_EQ(
-      openFileOf(folder,
-                 R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},)"
-                 R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
-                 8),
-      "");
-  // Sharing bytes: both names would read the same data.
-  EXPECT_EQ(
-      openFileOf(folder,
-                 R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
-                 R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
-                 8),
-      file + ": tensors 'a' and 'b' share bytes 4 to 8 of the data");
-  // A gap between tensors, and bytes after the last one.
-  EXPECT_EQ(
-      openFileOf(folder,
-                 R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                 R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-                 12),
-      file + ": bytes 4 to 8 of the data belong to no tensor");
-  EXPECT_EQ(openFileOf(
-                folder,
-                R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8),
-            file + ": bytes 4 to 8 of the data belong to no tensor");
+  struct Case {
+    const char *header;
+    size_t dataBytes;
+    const char *error; // "" when the file opens.
+  };
+  const Case cases[] = {
+      // Two tensors in either order, back to back, fill the data.
+      {R"({"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]},)"
+       R"("a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+       8, ""},
+      // Sharing bytes: both names would read the same data.
+      {R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+       8, "tensors 'a' and 'b' share bytes 4 to 8 of the data"},
+      // A gap between tensors, and bytes after the last one.
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+       R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+       12, "bytes 4 to 8 of the data belong to no tensor"},
+      {R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 8,
+       "bytes 4 to 8 of the data belong to no tensor"},
+  };
+  for (const Case &c : cases)
+    EXPECT_EQ(openFileOf(folder, c.header, c.dataBytes),
+              *c.error ? folder.file("crafted.safetensors") + ": " + c.error
+                       : "")
+        << c.header;
 }
 
 } // namespace
