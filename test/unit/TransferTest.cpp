@@ -26,18 +26,16 @@ using namespace ucp::testing;
 
 namespace {
 
-/// The files of one side, opened for reading.
-struct OpenSide {
-  std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;
-};
+/// The files of one side, opened for reading, by rank.
+using OpenFiles = std::map<int64_t, std::unique_ptr<SafetensorsReader>>;
 
-OpenSide openSide(const TransferSide &side) {
-  OpenSide open;
+OpenFiles openSide(const TransferSide &side) {
+  OpenFiles open;
   for (const auto &[rank, path] : side.files) {
     auto reader = SafetensorsReader::open(path);
     EXPECT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
     if (reader)
-      open.readers[rank] = std::move(*reader);
+      open[rank] = std::move(*reader);
   }
   return open;
 }
@@ -54,7 +52,7 @@ struct HeldElement {
 void expectReferenceTransfer(const TransferSide &from, const TransferSide &to,
                              DType type, const std::string &context) {
   int64_t size = getElementSize(type);
-  OpenSide inputs = openSide(from), outputs = openSide(to);
+  OpenFiles inputs = openSide(from), outputs = openSide(to);
   std::map<int64_t, size_t> tensorsOfRank;
   for (size_t p = 0; p < from.maps.size(); ++p) {
     const ParamMap &source = from.maps[p], &target = to.maps[p];
@@ -62,7 +60,7 @@ void expectReferenceTransfer(const TransferSide &from, const TransferSide &to,
     std::vector<HeldElement> full(
         getNumElements(source.logicalShape).value_or(0));
     for (const Shard &shard : source.shards) {
-      const SafetensorsReader &reader = *inputs.readers.at(shard.rank);
+      const SafetensorsReader &reader = *inputs.at(shard.rank);
       const char *data = reader.getData(*reader.find(source.name));
       for (const Piece &piece : shard.pieces)
         forEachElement(piece.shape, {piece.source, piece.dest},
@@ -84,7 +82,7 @@ void expectReferenceTransfer(const TransferSide &from, const TransferSide &to,
                          if (factor != 1.0)
                            scaleElements(type, element, 1, factor);
                        });
-      const SafetensorsReader &reader = *outputs.readers.at(shard.rank);
+      const SafetensorsReader &reader = *outputs.at(shard.rank);
       const TensorInfo *tensor = reader.find(target.name);
       ASSERT_TRUE(tensor) << context << ": " << target.name << " on rank "
                           << shard.rank;
@@ -99,7 +97,7 @@ void expectReferenceTransfer(const TransferSide &from, const TransferSide &to,
     }
   }
   // Every rank file exists and holds exactly its shards.
-  for (const auto &[rank, reader] : outputs.readers)
+  for (const auto &[rank, reader] : outputs)
     EXPECT_EQ(reader->getTensors().size(), tensorsOfRank[rank])
         << context << ": rank " << rank;
 }
