@@ -147,6 +147,24 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 #endif
 }
 
+/// A copy whose runs are at least kPrefetchMinRunBytes and shorter than
+/// kShortRunBytes asks for the source run about kPrefetchBytes of runs
+/// ahead while it copies the current one: the hardware prefetchers do not
+/// follow a stride of whole rows. Measured in-process on 64 MiB column
+/// splits (medians of 21 alternated runs): 1.13x on 128-byte runs, 1.22x
+/// on 256, 1.15x on 512, 1.20x on 768, each faster in 20 or 21 of 21; runs
+/// of one line gained nothing (64 bytes: 0.95x at 8 rows, 1.01x at 32).
+constexpr int64_t kPrefetchBytes = 2048;
+constexpr int64_t kPrefetchMinRunBytes = 128;
+
+/// Asks for the cache lines of `bytes` bytes at `address` to be loaded.
+inline void prefetchBytes(const char *address, int64_t bytes) {
+  uintptr_t line = reinterpret_cast<uintptr_t>(address) & ~uintptr_t(63);
+  uintptr_t end = reinterpret_cast<uintptr_t>(address) + bytes;
+  for (; line < end; line += 64)
+    __builtin_prefetch(reinterpret_cast<const void *>(line));
+}
+
 /// Copies `count` elements of type T between strided places. The buffers
 /// need not be aligned to T (a tensor file does not promise it): elements
 /// move through memcpy, which compiles to plain loads and stores.
@@ -158,8 +176,9 @@ void copyStrided(char *dst, int64_t dstStride, const char *src,
     std::memcpy(dst + i * dstStride * size, src + i * srcStride * size, size);
 }
 
-/// Calls `visit(targetOffset, sourceOffset)`, in elements, for every
-/// innermost run of `shape`. The second-innermost dimension is a plain loop
+/// Calls `visit(targetOffset, sourceOffset, rowsAfter)`, offsets in
+/// elements, for every innermost run of `shape`; `rowsAfter` counts the runs
+/// that follow in the same second-innermost loop. That loop is a plain loop
 /// of pointer steps: with short runs (a column split) the per-run cost is a
 /// large share of the time, so no index arithmetic is redone per run.
 template <typename Visit>
@@ -167,7 +186,7 @@ void forEachRun(llvm::ArrayRef<int64_t> shape, const StridedView &target,
                 const StridedView *source, Visit visit) {
   size_t rank = shape.size();
   if (rank < 2) {
-    visit(target.offset, source ? source->offset : 0);
+    visit(target.offset, source ? source->offset : 0, int64_t(0));
     return;
   }
   int64_t rows = shape[rank - 2];
@@ -182,7 +201,7 @@ void forEachRun(llvm::ArrayRef<int64_t> shape, const StridedView &target,
         s += index[d] * source->strides[d];
     }
     for (int64_t row = 0; row < rows; ++row, t += rowTarget, s += rowSource)
-      visit(t, s);
+      visit(t, s, rows - 1 - row);
     if (!advanceIndex(index, shape.take_front(rank - 2)))
       return;
   }
@@ -200,7 +219,7 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
   int64_t innerSource = rank && source ? source->strides.back() : 1;
   bool contiguous = innerTarget == 1 && (!source || innerSource == 1);
   if (!source) {
-    forEachRun(shape, target, source, [&](int64_t t, int64_t) {
+    forEachRun(shape, target, source, [&](int64_t t, int64_t, int64_t) {
       char *dst = to + t * size;
       if (innerTarget == 1)
         std::memset(dst, 0, inner * size);
@@ -212,12 +231,19 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
   }
   if (contiguous) {
     int64_t bytes = inner * size;
+    bool prefetch =
+        rank >= 2 && bytes >= kPrefetchMinRunBytes && bytes < kShortRunBytes;
+    int64_t aheadRows = kPrefetchBytes / bytes;
+    int64_t ahead = prefetch ? aheadRows * source->strides[rank - 2] * size : 0;
     auto copyRuns = [&](auto copyRun) {
-      forEachRun(shape, target, source, [&](int64_t t, int64_t s) {
-        copyRun(to + t * size, from + s * size, bytes);
-        if (factor != 1.0)
-          scaleElements(type, to + t * size, inner, factor);
-      });
+      forEachRun(shape, target, source,
+                 [&](int64_t t, int64_t s, int64_t rowsAfter) {
+                   if (prefetch && rowsAfter >= aheadRows)
+                     prefetchBytes(from + s * size + ahead, bytes);
+                   copyRun(to + t * size, from + s * size, bytes);
+                   if (factor != 1.0)
+                     scaleElements(type, to + t * size, inner, factor);
+                 });
     };
     if (streaming)
       copyRuns([](char *dst, const char *src, int64_t n) {
@@ -231,7 +257,7 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
   }
   auto copyElements = [&](auto element) {
     using T = decltype(element);
-    forEachRun(shape, target, source, [&](int64_t t, int64_t s) {
+    forEachRun(shape, target, source, [&](int64_t t, int64_t s, int64_t) {
       copyStrided<T>(to + t * size, innerTarget, from + s * size, innerSource,
                      inner);
       if (factor != 1.0)
