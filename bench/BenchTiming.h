@@ -1,5 +1,4 @@
-//===- BenchTiming.h - Best-of-N wall-clock timing for benchmarks -*- C++
-//-*-===//
+//===- BenchTiming.h - Best-of-N wall-clock timing --------------*- C++ -*-===//
 
 #ifndef UCP_BENCH_BENCHTIMING_H
 #define UCP_BENCH_BENCHTIMING_H

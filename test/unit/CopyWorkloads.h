@@ -1,5 +1,4 @@
-//===- CopyWorkloads.h - The layouts executors are benchmarked on -*- C++
-//-*-===//
+//===- CopyWorkloads.h - Layouts of the copy benchmarks ---------*- C++ -*-===//
 //
 // The workloads of the copy benchmarks, on the CPU (bench/CopyBench.cpp) and
 // on a GPU (ucp-gpu-check): extracting a row split, column splits whose

@@ -1,5 +1,4 @@
-//===- PieceFolding.h - Maximal merging of pieces in N dimensions -*- C++
-//-*-===//
+//===- PieceFolding.h - Maximal merging of pieces in N-D --------*- C++ -*-===//
 //
 // The heart of the canonical form (docs/Canonicalization.md): blocks of F,
 // each mapped affinely into a shard, are merged into as few pieces as the

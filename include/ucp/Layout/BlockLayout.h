@@ -1,5 +1,4 @@
-//===- BlockLayout.h - Layouts that narrow F along one dimension -*- C++
-//-*-===//
+//===- BlockLayout.h - Layouts narrowing F along one dimension --*- C++ -*-===//
 //
 // Every tensor-parallel layout DeepSpeed produces narrows F along one
 // dimension: rank r's shard is F restricted to some runs of indices along

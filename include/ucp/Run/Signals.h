@@ -1,4 +1,4 @@
-//===- Signals.h - Signal handlers for the tools ---------------*- C++ -*-===//
+//===- Signals.h - Signal handlers for the tools ----------------*- C++ -*-===//
 //
 // LLVM's signal handlers print a stack trace on a crash and remove the
 // unfinished outputs (SafetensorsWriter's temporary files) on an interrupt,
