@@ -94,6 +94,32 @@ TEST(Safetensors, EveryTensorIsAlignedToItsElementSizeWithNoGaps) {
   }
 }
 
+TEST(Safetensors, TensorsOfWholeCacheLinesStartOnALine) {
+  ScratchFolder folder;
+  std::string path = folder.file("lines.safetensors");
+  // By name alone, "a.bias" (12 bytes) would push both weights off their
+  // lines; "c.weight" is a whole number of lines in bf16 only.
+  std::vector<TensorInfo> tensors = {{"a.bias", DType::F32, {3}},
+                                     {"b.weight", DType::F32, {64, 16}},
+                                     {"c.weight", DType::BF16, {32, 3}},
+                                     {"d.weight", DType::F32, {16}}};
+  {
+    auto writer = SafetensorsWriter::create(path, tensors);
+    ASSERT_TRUE(bool(writer)) << llvm::toString(writer.takeError());
+    ASSERT_FALSE(bool((*writer)->commit()));
+  }
+  auto reader = SafetensorsReader::open(path);
+  ASSERT_TRUE(bool(reader)) << llvm::toString(reader.takeError());
+  for (llvm::StringRef name : {"b.weight", "c.weight", "d.weight"}) {
+    const TensorInfo *tensor = (*reader)->find(name);
+    ASSERT_TRUE(tensor);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>((*reader)->getData(*tensor)) %
+                  kCacheLineBytes,
+              0u)
+        << name.str();
+  }
+}
+
 TEST(Safetensors, DroppedWriterLeavesNothing) {
   ScratchFolder folder;
   {

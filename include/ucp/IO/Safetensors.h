@@ -58,14 +58,19 @@ private:
   std::vector<TensorInfo> tensors;
 };
 
+/// The alignment of the data section of a file SafetensorsWriter writes.
+constexpr int64_t kCacheLineBytes = 64;
+
 /// A safetensors file being written through a writable mapping of a
 /// temporary file next to its final path.
 class SafetensorsWriter {
 public:
   /// Creates the temporary file for `tensors` (name, dtype, shape) at full
-  /// size and maps it. The data is laid out by element size, largest first,
-  /// then by name, with the data section 8-byte aligned: every tensor is
-  /// aligned to its element size, with no gaps.
+  /// size and maps it. The data section starts on a kCacheLineBytes
+  /// boundary of the file; tensors of a whole number of cache lines come
+  /// first, then the others by element size, largest first, then by name:
+  /// every tensor is aligned to its element size, those of whole lines to
+  /// a line, with no gaps.
   static llvm::Expected<std::unique_ptr<SafetensorsWriter>>
   create(llvm::StringRef path, std::vector<TensorInfo> tensors);
   ~SafetensorsWriter();
