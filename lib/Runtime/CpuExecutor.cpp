@@ -55,16 +55,35 @@ constexpr int64_t kWideRunBytes = 4096;
 
 #if defined(__x86_64__)
 #define UCP_HAVE_AVX2_PATH 1
+/// Streams the 32-byte vector number `vector` of `src` to `dst`.
+__attribute__((target("avx2"))) inline void
+streamVector32(char *dst, const char *src, int64_t vector) {
+  _mm256_stream_si256(
+      reinterpret_cast<__m256i *>(dst) + vector,
+      _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src) + vector));
+}
+
 /// Streams `count` 32-byte vectors to the 32-byte aligned `dst`. Built for
 /// AVX2 and chosen at run time (the project targets baseline x86-64) for
 /// runs of at least kWideRunBytes: 20% more bandwidth than 16-byte stores
 /// on row splits, measured in-process; on 256-byte runs it was slower.
+/// Whole blocks of four 4 KiB chunks go a cache line of each chunk in turn,
+/// as glibc's memcpy moves large copies: four streams keep more memory
+/// pages busy than one. 1.17-1.24x on runs of 16 KiB to 32 MiB, whether
+/// 64 MiB in all (in the cache) or 1 GiB, measured in-process; a median of
+/// 1.12x on the benchmark's row split (4 of 5 alternated runs faster).
 __attribute__((target("avx2"))) void streamVectors32(char *dst, const char *src,
                                                      int64_t count) {
-  for (int64_t i = 0; i < count; ++i)
-    _mm256_stream_si256(
-        reinterpret_cast<__m256i *>(dst) + i,
-        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src) + i));
+  constexpr int64_t chunk = 4096 / 32, chunks = 4;
+  int64_t i = 0;
+  for (; i + chunks * chunk <= count; i += chunks * chunk)
+    for (int64_t line = 0; line < chunk; line += 2)
+      for (int64_t c = 0; c < chunks; ++c) {
+        streamVector32(dst, src, i + c * chunk + line);
+        streamVector32(dst, src, i + c * chunk + line + 1);
+      }
+  for (; i < count; ++i)
+    streamVector32(dst, src, i);
 }
 
 bool hasAvx2() {

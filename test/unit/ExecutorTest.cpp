@@ -145,11 +145,14 @@ TEST(CpuExecutor, ShortRunCopiesRunInBandsAndStayExact) {
 
 TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
   // Copies over 1 MiB stream their runs. Runs of 129 and 128 elements
-  // (short: 16-byte vectors) and of 1025 and 1024 elements (long: 32-byte
-  // vectors where the processor has AVX2) start anywhere in a vector, so
-  // runs have heads and tails, for element sizes 1 to 8.
+  // (short: 16-byte vectors), of 1025 and 1024 elements (long: 32-byte
+  // vectors where the processor has AVX2) and of 8206 and 8205 elements (16
+  // KiB and more from 2-byte elements on: blocks of four 4 KiB chunks, then
+  // a tail) start anywhere in a vector, so runs have heads and tails, for
+  // element sizes 1 to 8.
   for (auto [rows, cols] : {std::pair<int64_t, int64_t>{8200, 257},
-                            std::pair<int64_t, int64_t>{1100, 2049}}) {
+                            std::pair<int64_t, int64_t>{1100, 2049},
+                            std::pair<int64_t, int64_t>{130, 16411}}) {
     ParamMap target =
         *buildSplitLayout("w", {rows, cols}, 1, {(cols + 1) / 2, cols / 2});
     ParamMap full = getFullTensorMap(target);
