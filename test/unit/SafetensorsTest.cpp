@@ -97,8 +97,9 @@ TEST(Safetensors, EveryTensorIsAlignedToItsElementSizeWithNoGaps) {
 TEST(Safetensors, TensorsOfWholeCacheLinesStartOnALine) {
   ScratchFolder folder;
   std::string path = folder.file("lines.safetensors");
-  // By name alone, "a.bias" (12 bytes) would push both weights off their
-  // lines; "c.weight" is a whole number of lines in bf16 only.
+  // Laid out by element size and name, "a.bias" (12 bytes) would come
+  // first and push every other tensor off its line, the bf16 "c.weight"
+  // (three lines) included.
   std::vector<TensorInfo> tensors = {{"a.bias", DType::F32, {3}},
                                      {"b.weight", DType::F32, {64, 16}},
                                      {"c.weight", DType::BF16, {32, 3}},
