@@ -176,6 +176,48 @@ TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
   }
 }
 
+TEST(CpuExecutor, StreamedRunsInBatchesStayExact) {
+  // Streamed runs of 1 to 16 KiB go four at a time, a line of each in turn,
+  // when they are whole lines and their targets 32-byte aligned; other runs,
+  // and the last runs of a copy, one at a time. Row counts that are not a
+  // multiple of four, runs of 4 KiB, 1 KiB and 1056 bytes (not whole lines),
+  // and targets at 0, 16 and 32 bytes past a line cover both ways.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1027, 2048},
+                            std::pair<int64_t, int64_t>{4099, 512},
+                            std::pair<int64_t, int64_t>{4003, 528}}) {
+    ParamMap target =
+        *buildSplitLayout("w", {rows, cols}, 1, {cols / 2, cols / 2});
+    SentElements sent;
+    TransferPlan plan =
+        *composeMaps(getFullTensorMap(target), target, {}, sent);
+    CopyProgram program = lowerPlan(plan);
+    std::map<int64_t, Bytes> sources;
+    Bytes &data = sources[0];
+    data.resize(rows * cols * 4);
+    for (size_t b = 0; b < data.size(); ++b)
+      data[b] = static_cast<uint8_t>(b * 2654435761u >> 7);
+    std::map<int64_t, Bytes> expected = referenceRun(plan, sources, 4);
+    for (uintptr_t offset : {0, 16, 32}) {
+      std::map<int64_t, Bytes> storage;
+      ProgramBuffers buffers;
+      buffers.sources[0] = data.data();
+      for (const auto &[rank, bytes] : expected) {
+        storage[rank].assign(bytes.size() + 64 + offset, 0xAB);
+        uintptr_t base = reinterpret_cast<uintptr_t>(storage[rank].data());
+        buffers.targets[rank] =
+            storage[rank].data() + (64 - base % 64) % 64 + offset;
+      }
+      executeOnCpu(program, buffers, DType::F32, 1);
+      for (const auto &[rank, bytes] : expected) {
+        const uint8_t *written =
+            static_cast<const uint8_t *>(buffers.targets.at(rank));
+        EXPECT_EQ(Bytes(written, written + bytes.size()), bytes)
+            << "cols " << cols << ", offset " << offset << ", rank " << rank;
+      }
+    }
+  }
+}
+
 /// full -> pre-divided shards -> full again, bit for bit.
 TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
   std::mt19937_64 rng(43);
