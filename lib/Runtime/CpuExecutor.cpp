@@ -197,10 +197,19 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 /// the benchmark and go one at a time.
 class StreamedRunBatch {
 public:
-  explicit StreamedRunBatch(int64_t bytes) : bytes(bytes) {}
+  explicit StreamedRunBatch(int64_t bytes) : bytes(bytes) {
+#if UCP_HAVE_AVX2_PATH
+    interleavable = bytes % 64 == 0 && bytes >= kShortRunBytes &&
+                    bytes < kChunksPerBlock * kChunkBytes && hasAvx2();
+#endif
+  }
   ~StreamedRunBatch() { flush(); }
 
   void add(char *dst, const char *src) {
+    if (!interleavable) {
+      streamCopy(dst, src, bytes);
+      return;
+    }
     dsts[count] = dst;
     srcs[count] = src;
     if (++count == kRuns)
@@ -209,13 +218,9 @@ public:
 
   void flush() {
 #if UCP_HAVE_AVX2_PATH
-    bool interleave = count == kRuns && bytes % 64 == 0 &&
-                      bytes >= kShortRunBytes &&
-                      bytes < kChunksPerBlock * kChunkBytes && hasAvx2() &&
-                      llvm::all_of(dsts, [](char *dst) {
-                        return reinterpret_cast<uintptr_t>(dst) % 32 == 0;
-                      });
-    if (interleave) {
+    if (count == kRuns && llvm::all_of(dsts, [](char *dst) {
+          return reinterpret_cast<uintptr_t>(dst) % 32 == 0;
+        })) {
       streamRunsInterleaved(dsts, srcs, kRuns, bytes);
       count = 0;
       return;
@@ -229,6 +234,8 @@ public:
 private:
   static constexpr int kRuns = 4;
   int64_t bytes;
+  /// Whether the runs are of a length that goes four at a time.
+  bool interleavable = false;
   char *dsts[kRuns];
   const char *srcs[kRuns];
   int count = 0;
