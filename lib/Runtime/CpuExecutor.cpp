@@ -62,7 +62,7 @@ constexpr int64_t kChunkBytes = 4096;
 constexpr int64_t kChunksPerBlock = 4;
 
 #if defined(__x86_64__)
-#define UCP_HAVE_AVX2_PATH 1
+#define UCP_HAVE_X86_VECTOR_PATHS 1
 /// Streams the 32-byte vector number `vector` of `src` to `dst`.
 __attribute__((target("avx2"))) inline void
 streamVector32(char *dst, const char *src, int64_t vector) {
@@ -110,6 +110,27 @@ bool hasAvx2() {
   static const bool has = __builtin_cpu_supports("avx2");
   return has;
 }
+
+/// Streams `lines` cache lines of `src` to the 64-byte aligned `dst`, one
+/// 64-byte store per line: each store fills a whole write-combining buffer.
+/// Built for AVX-512 and chosen at run time for the short runs of column
+/// splits. Measured in-process on 64 MiB column splits read in bands
+/// (medians of 21 alternated runs): 1.07x on 64-byte runs, 1.18x on 128,
+/// 1.11x on 256, 1.05x on 512, 1.19x on 768, each faster in 18 to 21 of
+/// 21. On runs of 4 KiB and more, and on the four-run batches, it gained
+/// nothing over 32-byte stores.
+__attribute__((target("avx512f"))) void
+streamLines64(char *dst, const char *src, int64_t lines) {
+  for (int64_t line = 0; line < lines; ++line)
+    _mm512_stream_si512(
+        reinterpret_cast<__m512i *>(dst) + line,
+        _mm512_loadu_si512(reinterpret_cast<const __m512i *>(src) + line));
+}
+
+bool hasAvx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
 #endif
 
 #if defined(__SSE2__)
@@ -139,13 +160,20 @@ inline void streamPiece(char *dst, const char *src, int64_t width) {
 inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 #if defined(__SSE2__)
   int64_t width = 16;
-#if UCP_HAVE_AVX2_PATH
+#if UCP_HAVE_X86_VECTOR_PATHS
   if (bytes >= kWideRunBytes && hasAvx2())
     width = 32;
 #endif
   auto offset = [&](int64_t alignment) {
     return reinterpret_cast<uintptr_t>(dst) % alignment;
   };
+#if UCP_HAVE_X86_VECTOR_PATHS
+  if (width == 16 && !offset(64) && bytes % 64 == 0 && hasAvx512()) {
+    // A short run of whole lines that starts on a line.
+    streamLines64(dst, src, bytes / 64);
+    return;
+  }
+#endif
   if (width == 16 && !offset(16) && bytes % 16 == 0) {
     // The common short run: whole vectors, nothing else to decide.
     for (int64_t i = 0; i < bytes / 16; ++i)
@@ -162,7 +190,7 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
       bytes -= piece;
     }
   int64_t vectors = offset(width) ? 0 : bytes / width;
-#if UCP_HAVE_AVX2_PATH
+#if UCP_HAVE_X86_VECTOR_PATHS
   if (width == 32)
     streamVectors32(dst, src, vectors);
   else
@@ -198,7 +226,7 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 class StreamedRunBatch {
 public:
   explicit StreamedRunBatch(int64_t bytes) : bytes(bytes) {
-#if UCP_HAVE_AVX2_PATH
+#if UCP_HAVE_X86_VECTOR_PATHS
     interleavable = bytes % 64 == 0 && bytes >= kShortRunBytes &&
                     bytes < kChunksPerBlock * kChunkBytes && hasAvx2();
 #endif
@@ -217,7 +245,7 @@ public:
   }
 
   void flush() {
-#if UCP_HAVE_AVX2_PATH
+#if UCP_HAVE_X86_VECTOR_PATHS
     if (count == kRuns && llvm::all_of(dsts, [](char *dst) {
           return reinterpret_cast<uintptr_t>(dst) % 32 == 0;
         })) {

@@ -176,13 +176,18 @@ TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
   }
 }
 
-TEST(CpuExecutor, StreamedRunsInBatchesStayExact) {
-  // Streamed runs of 1 to 16 KiB go four at a time, a line of each in turn,
-  // when they are whole lines and their targets 32-byte aligned; other runs,
-  // and the last runs of a copy, one at a time. Row counts that are not a
-  // multiple of four, runs of 4 KiB, 1 KiB and 1056 bytes (not whole lines),
-  // and targets at 0, 16 and 32 bytes past a line cover both ways.
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{1027, 2048},
+TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
+  // Streamed runs shorter than 1 KiB that are whole lines starting on a
+  // line move with one 64-byte store per line where the processor has
+  // AVX-512, others with 16-byte stores. Runs of 1 to 16 KiB go four at a
+  // time, a line of each in turn, when they are whole lines and their
+  // targets 32-byte aligned; other runs, and the last runs of a copy, one at
+  // a time. Row counts that are not a multiple of four, runs of 256 and 272
+  // bytes, of 4 KiB, 1 KiB and 1056 bytes (the odd ones not whole lines),
+  // and targets at 0, 16 and 32 bytes past a line cover every way.
+  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4097, 128},
+                            std::pair<int64_t, int64_t>{4097, 136},
+                            std::pair<int64_t, int64_t>{1027, 2048},
                             std::pair<int64_t, int64_t>{4099, 512},
                             std::pair<int64_t, int64_t>{4003, 528}}) {
     ParamMap target =
