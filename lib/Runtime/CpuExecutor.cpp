@@ -117,7 +117,8 @@ bool hasAvx2() {
 /// splits. Measured in-process on 64 MiB column splits read in bands
 /// (medians of 21 alternated runs): 1.07x on 64-byte runs, 1.18x on 128,
 /// 1.11x on 256, 1.05x on 512, 1.19x on 768, each faster in 18 to 21 of
-/// 21. On runs of 4 KiB and more, and on the four-run batches, it gained
+/// 21; 1.12x on 256-byte runs at 512 MiB, beyond the last-level cache (9 of
+/// 9). On runs of 4 KiB and more, and on the four-run batches, it gained
 /// nothing over 32-byte stores.
 __attribute__((target("avx512f"))) void
 streamLines64(char *dst, const char *src, int64_t lines) {
