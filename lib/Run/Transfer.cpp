@@ -338,6 +338,7 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
           CudaExecutor::create(group, type);
       if (!gpu)
         return gpu.takeError();
+      stats.gpuArchitecture = (*gpu)->getArchitecture();
       gpus[type] = std::move(*gpu);
     }
   }

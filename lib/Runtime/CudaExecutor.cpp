@@ -7,6 +7,9 @@
 
 #include "ucp/Runtime/CudaExecutor.h"
 
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+
 #include <dlfcn.h>
 
 using namespace ucp;
@@ -41,6 +44,12 @@ struct Nvrtc {
   int (*getPTXSize)(Program, size_t *);
   int (*getPTX)(Program, char *);
   int (*destroyProgram)(Program *);
+  // NVRTC 11.2 and later: the architectures it compiles for, and machine
+  // code (a cubin). Null where the library predates them.
+  int (*getNumSupportedArchs)(int *) = nullptr;
+  int (*getSupportedArchs)(int *) = nullptr;
+  int (*getCUBINSize)(Program, size_t *) = nullptr;
+  int (*getCUBIN)(Program, char *) = nullptr;
 
   static llvm::Expected<Nvrtc> load() {
     void *library =
@@ -58,7 +67,57 @@ struct Nvrtc {
         !resolve(library, "nvrtcGetPTX", n.getPTX) ||
         !resolve(library, "nvrtcDestroyProgram", n.destroyProgram))
       return refuse("libnvrtc.so lacks an entry point affine-ucp needs");
+    if (!resolve(library, "nvrtcGetNumSupportedArchs",
+                 n.getNumSupportedArchs) ||
+        !resolve(library, "nvrtcGetSupportedArchs", n.getSupportedArchs) ||
+        !resolve(library, "nvrtcGetCUBINSize", n.getCUBINSize) ||
+        !resolve(library, "nvrtcGetCUBIN", n.getCUBIN))
+      n.getCUBIN = nullptr;
     return n;
+  }
+
+  /// The compute capabilities it compiles for (90 for 9.0), ascending; empty
+  /// where it cannot say.
+  std::vector<int> supportedArchitectures() const {
+    int count = 0;
+    if (!getCUBIN || getNumSupportedArchs(&count) != 0 || count <= 0)
+      return {};
+    std::vector<int> architectures(count);
+    if (getSupportedArchs(architectures.data()) != 0)
+      return {};
+    llvm::sort(architectures);
+    return architectures;
+  }
+
+  /// Compiles `source` for `arch` ("sm_90": machine code; "compute_90":
+  /// PTX) and returns that image; the error carries NVRTC's log.
+  llvm::Expected<std::string> compile(const std::string &source,
+                                      const std::string &arch) const {
+    Program program = nullptr;
+    if (createProgram(&program, source.c_str(), "ucp_copies.cu", 0, nullptr,
+                      nullptr) != 0)
+      return refuse("NVRTC could not create a program");
+    auto destroy = llvm::make_scope_exit([&] { destroyProgram(&program); });
+    std::string archOption = "--gpu-architecture=" + arch;
+    const char *options[] = {archOption.c_str(), "--std=c++17"};
+    int result = compileProgram(program, 2, options);
+    size_t logSize = 0;
+    getProgramLogSize(program, &logSize);
+    std::string log(logSize, '\0');
+    getProgramLog(program, log.data());
+    if (result != 0)
+      return refuse("NVRTC failed to compile the generated kernels for " +
+                    arch + ":\n" + log);
+    bool machineCode = arch.rfind("sm_", 0) == 0;
+    size_t size = 0;
+    if ((machineCode ? getCUBINSize : getPTXSize)(program, &size) != 0 ||
+        size == 0)
+      return refuse("NVRTC produced no " +
+                    std::string(machineCode ? "machine code" : "PTX") +
+                    " for " + arch);
+    std::string image(size, '\0');
+    (machineCode ? getCUBIN : getPTX)(program, image.data());
+    return image;
   }
 };
 
@@ -142,27 +201,43 @@ llvm::Expected<std::string> ucp::compileCudaToPtx(const std::string &source,
   llvm::Expected<Nvrtc> nvrtc = Nvrtc::load();
   if (!nvrtc)
     return nvrtc.takeError();
-  Nvrtc::Program program = nullptr;
-  if (nvrtc->createProgram(&program, source.c_str(), "ucp_copies.cu", 0,
-                           nullptr, nullptr) != 0)
-    return refuse("NVRTC could not create a program");
-  std::string archOption = "--gpu-architecture=" + arch;
-  const char *options[] = {archOption.c_str(), "--std=c++17"};
-  int result = nvrtc->compileProgram(program, 2, options);
-  size_t logSize = 0;
-  nvrtc->getProgramLogSize(program, &logSize);
-  std::string log(logSize, '\0');
-  nvrtc->getProgramLog(program, log.data());
-  if (result != 0) {
-    nvrtc->destroyProgram(&program);
-    return refuse("NVRTC failed to compile the generated kernels:\n" + log);
+  return nvrtc->compile(source, arch);
+}
+
+llvm::Expected<CompiledKernels>
+ucp::compileCudaForDevice(const std::string &source, int major, int minor) {
+  llvm::Expected<Nvrtc> nvrtc = Nvrtc::load();
+  if (!nvrtc)
+    return nvrtc.takeError();
+  int capability = major * 10 + minor;
+  std::string digits = std::to_string(capability);
+  std::vector<int> known = nvrtc->supportedArchitectures();
+  CompiledKernels kernels;
+  if (known.empty()) {
+    // An NVRTC that cannot list them: PTX for the GPU's own architecture.
+    kernels.architecture = "compute_" + digits;
+  } else if (llvm::is_contained(known, capability)) {
+    kernels.architecture = "sm_" + digits;
+  } else {
+    auto below = llvm::find_if(llvm::reverse(known),
+                               [&](int arch) { return arch <= capability; });
+    if (below == known.rend())
+      return refuse("this GPU is sm_" + digits + " (compute capability " +
+                    std::to_string(major) + "." + std::to_string(minor) +
+                    "), and the NVRTC found compiles for sm_" +
+                    std::to_string(known.front()) + " to sm_" +
+                    std::to_string(known.back()) +
+                    " only; install a CUDA toolkit that supports this GPU, "
+                    "or use --device cpu");
+    // A GPU newer than NVRTC: PTX the driver compiles for it.
+    kernels.architecture = "compute_" + std::to_string(*below);
   }
-  size_t ptxSize = 0;
-  nvrtc->getPTXSize(program, &ptxSize);
-  std::string ptx(ptxSize, '\0');
-  nvrtc->getPTX(program, ptx.data());
-  nvrtc->destroyProgram(&program);
-  return ptx;
+  llvm::Expected<std::string> image =
+      nvrtc->compile(source, kernels.architecture);
+  if (!image)
+    return image.takeError();
+  kernels.image = std::move(*image);
+  return kernels;
 }
 
 struct CudaExecutor::State {
@@ -171,6 +246,8 @@ struct CudaExecutor::State {
   void *context = nullptr;
   void *module = nullptr;
   CudaModule kernels;
+  /// What NVRTC compiled the kernels for ("sm_90", "compute_86").
+  std::string architecture;
   DType type = DType::F32;
 };
 
@@ -182,6 +259,10 @@ CudaExecutor::~CudaExecutor() {
     state->driver.moduleUnload(state->module);
   if (state->context)
     state->driver.primaryCtxRelease(state->device);
+}
+
+const std::string &CudaExecutor::getArchitecture() const {
+  return state->architecture;
 }
 
 llvm::Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
@@ -206,16 +287,25 @@ llvm::Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
   int major = 0, minor = 0;
   d.deviceGetAttribute(&major, /*COMPUTE_CAPABILITY_MAJOR=*/75, state->device);
   d.deviceGetAttribute(&minor, /*COMPUTE_CAPABILITY_MINOR=*/76, state->device);
-  llvm::Expected<std::string> ptx = compileCudaToPtx(
-      state->kernels.source,
-      "compute_" + std::to_string(major) + std::to_string(minor));
-  if (!ptx)
-    return ptx.takeError();
+  llvm::Expected<CompiledKernels> compiled =
+      compileCudaForDevice(state->kernels.source, major, minor);
+  if (!compiled)
+    return compiled.takeError();
+  state->architecture = compiled->architecture;
   if (int result = d.primaryCtxRetain(&state->context, state->device))
     return refuse("cannot open a context on the GPU: " + d.describe(result));
   d.ctxSetCurrent(state->context);
-  if (int result = d.moduleLoadData(&state->module, ptx->c_str()))
-    return refuse("cannot load the compiled kernels: " + d.describe(result));
+  if (int result = d.moduleLoadData(&state->module, compiled->image.c_str())) {
+    // CUDA_ERROR_UNSUPPORTED_PTX_VERSION: PTX newer than the driver.
+    constexpr int kUnsupportedPtxVersion = 222;
+    return refuse(
+        "cannot load the kernels compiled for " + compiled->architecture +
+        ": " + d.describe(result) +
+        (result == kUnsupportedPtxVersion
+             ? "; the CUDA driver is older than NVRTC, whose PTX it cannot "
+               "read: install a newer driver, or an NVRTC no newer than it"
+             : ""));
+  }
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(state)));
 }
 

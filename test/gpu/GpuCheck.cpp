@@ -162,12 +162,8 @@ bool checkRandomPlans() {
 bool benchWorkloads(DType type, int repeats,
                     const std::vector<std::string> &names) {
   std::string name = getSafetensorsName(type).str();
-  llvm::outs() << "\nbench (" << name << ", GB/s of target bytes written; "
-               << "GPU: kernels only, buffers on the device, mean of "
-               << repeats << " runs)\n";
-  llvm::outs() << "workload                     MiB       GPU    memcpy "
-                  "GPU/memcpy       CPU\n";
   int64_t size = getElementSize(type);
+  bool headerPrinted = false;
   for (const CopyWorkload &workload : getCopyWorkloads()) {
     if (!names.empty() && !llvm::is_contained(names, workload.name))
       continue;
@@ -183,6 +179,16 @@ bool benchWorkloads(DType type, int repeats,
       llvm::errs() << "ucp-gpu-check: " << workload.name << ": "
                    << llvm::toString(gpu.takeError()) << "\n";
       return false;
+    }
+    if (!headerPrinted) {
+      llvm::outs() << "\nbench (" << name << ", kernels for "
+                   << (*gpu)->getArchitecture()
+                   << ", GB/s of target bytes written; GPU: kernels only, "
+                      "buffers on the device, mean of "
+                   << repeats << " runs)\n";
+      llvm::outs() << "workload                     MiB       GPU    memcpy "
+                      "GPU/memcpy       CPU\n";
+      headerPrinted = true;
     }
     CudaTiming total;
     double cpuSeconds = 0;

@@ -43,6 +43,43 @@ TEST(CudaSource, CompilesWithNvrtcForEveryDType) {
   }
 }
 
+TEST(CudaSource, CompilesMachineCodeForTheGpusNvrtcKnows) {
+  // With a real NVRTC (11.2 or later): machine code for a GPU it supports,
+  // PTX for the newest architecture below one newer than it, and a clear
+  // refusal for one older than any it supports.
+  SentElements sent;
+  TransferPlan plan =
+      *composeMaps(buildScaledBiasLayout("bias", {64}, 4),
+                   buildScaledBiasLayout("bias", {64}, 2), {}, sent);
+  std::string source =
+      emitCuda({{"bias", lowerPlan(plan)}}, DType::BF16).source;
+  llvm::Expected<CompiledKernels> hopper = compileCudaForDevice(source, 9, 0);
+  if (!hopper) {
+    std::string error = llvm::toString(hopper.takeError());
+    if (error.find("is not installed") != std::string::npos)
+      GTEST_SKIP() << error;
+    FAIL() << error;
+  }
+  EXPECT_EQ(hopper->architecture, "sm_90");
+  EXPECT_EQ(hopper->image.rfind("\x7f"
+                                "ELF",
+                                0),
+            0u)
+      << "not a cubin";
+
+  llvm::Expected<CompiledKernels> future = compileCudaForDevice(source, 99, 0);
+  ASSERT_TRUE(static_cast<bool>(future)) << llvm::toString(future.takeError());
+  EXPECT_EQ(future->architecture.rfind("compute_", 0), 0u)
+      << future->architecture;
+  EXPECT_NE(future->image.find(".entry ucp_copy_0_"), std::string::npos);
+
+  llvm::Expected<CompiledKernels> ancient = compileCudaForDevice(source, 1, 0);
+  ASSERT_FALSE(static_cast<bool>(ancient));
+  EXPECT_NE(llvm::toString(ancient.takeError())
+                .find("this GPU is sm_10 (compute capability 1.0)"),
+            std::string::npos);
+}
+
 TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
   // Byte copies that cannot move vectors (the source is strided): one unit
   // per element.

@@ -265,15 +265,18 @@ int main(int argc, char **argv) {
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   if (!quiet)
-    llvm::outs() << command << ": " << stats->parameters << " parameters, "
-                 << llvm::format("%.3f", stats->bytesRead / 1e6) << " MB read, "
-                 << llvm::format("%.3f", stats->bytesWritten / 1e6)
-                 << " MB written in " << llvm::format("%.3f", stats->seconds)
-                 << " s ("
-                 << llvm::format("%.2f", stats->seconds > 0
-                                             ? stats->bytesWritten / 1e9 /
-                                                   stats->seconds
-                                             : 0.0)
-                 << " GB/s)\n";
+    llvm::outs()
+        << command << ": " << stats->parameters << " parameters, "
+        << llvm::format("%.3f", stats->bytesRead / 1e6) << " MB read, "
+        << llvm::format("%.3f", stats->bytesWritten / 1e6) << " MB written in "
+        << llvm::format("%.3f", stats->seconds) << " s ("
+        << llvm::format("%.2f", stats->seconds > 0
+                                    ? stats->bytesWritten / 1e9 / stats->seconds
+                                    : 0.0)
+        << " GB/s)"
+        << (stats->gpuArchitecture.empty()
+                ? ""
+                : ", on the GPU with kernels for " + stats->gpuArchitecture)
+        << "\n";
   return 0;
 }

@@ -62,6 +62,9 @@ struct TransferStats {
   int64_t bytesRead = 0;
   int64_t bytesWritten = 0;
   double seconds = 0;
+  /// With the CUDA device, what its kernels were compiled for: "sm_90"
+  /// (machine code), or "compute_86" (PTX for a GPU newer than NVRTC).
+  std::string gpuArchitecture;
 };
 
 /// Returns the side holding the full tensors of `maps` in `file`.

@@ -24,6 +24,23 @@ namespace ucp {
 llvm::Expected<std::string> compileCudaToPtx(const std::string &source,
                                              const std::string &arch);
 
+/// Kernels NVRTC compiled for one GPU.
+struct CompiledKernels {
+  /// A cubin for "sm_NN", PTX for "compute_NN".
+  std::string image;
+  std::string architecture;
+};
+
+/// Compiles `source` for a GPU of compute capability `major`.`minor`: to
+/// machine code where NVRTC supports that architecture, so that loading it
+/// needs neither the driver's compiler nor a driver as new as NVRTC; for a
+/// GPU newer than NVRTC, to PTX for the newest architecture below it, which
+/// the driver compiles when loading. An NVRTC older than 11.2 cannot list
+/// its architectures and gets the GPU's own as PTX. Fails, naming both,
+/// when NVRTC supports nothing at or below the GPU.
+llvm::Expected<CompiledKernels> compileCudaForDevice(const std::string &source,
+                                                     int major, int minor);
+
 /// Times of one program on the GPU, against a device-to-device memcpy of
 /// the same bytes.
 struct CudaTiming {
@@ -45,6 +62,10 @@ public:
   create(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
          DType type, CudaUnitIndex unitIndex = CudaUnitIndex::Narrowest);
   ~CudaExecutor();
+
+  /// What the kernels were compiled for: "sm_90" (machine code) or
+  /// "compute_86" (PTX the driver compiled).
+  const std::string &getArchitecture() const;
 
   /// Runs program `index` on host `buffers` of `elements` elements each:
   /// sources are copied to the device, kernels launched, targets copied
