@@ -179,33 +179,48 @@ TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
 TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
   // Streamed runs shorter than 1 KiB that are whole lines starting on a
   // line move with one 64-byte store per line where the processor has
-  // AVX-512, others with 16-byte stores. Runs of 1 to 16 KiB go four at a
-  // time, a line of each in turn, when they are whole lines and their
-  // targets 32-byte aligned; other runs, and the last runs of a copy, one at
-  // a time. Row counts that are not a multiple of four, runs of 256 and 272
-  // bytes, of 4 KiB, 1 KiB and 1056 bytes (the odd ones not whole lines),
-  // and targets at 0, 16 and 32 bytes past a line cover every way.
-  for (auto [rows, cols] : {std::pair<int64_t, int64_t>{4097, 128},
-                            std::pair<int64_t, int64_t>{4097, 136},
-                            std::pair<int64_t, int64_t>{1027, 2048},
-                            std::pair<int64_t, int64_t>{4099, 512},
-                            std::pair<int64_t, int64_t>{4003, 528}}) {
-    ParamMap target =
-        *buildSplitLayout("w", {rows, cols}, 1, {cols / 2, cols / 2});
+  // AVX-512, a block of rows in one loop; others with 16-byte stores. Runs
+  // of 1 to 16 KiB go four at a time, a line of each in turn, when they are
+  // whole lines and their targets 32-byte aligned; other runs, and the last
+  // runs of a copy, one at a time. Row counts that are not a multiple of
+  // four, runs of 256 and 272 bytes, of 4 KiB, 1 KiB and 1056 bytes (the
+  // odd ones not whole lines), blocks of rows in a third dimension (a
+  // reshard from a split of dimension 1 to one of dimension 2), target rows
+  // of which only every fourth starts on a line (a reshard from shards of
+  // 64 and 72 columns to two of 68), and targets at 0, 16 and 32 bytes past
+  // a line cover every way.
+  auto halves = [](Extents shape, int64_t dim) {
+    return *buildSplitLayout("w", shape, dim, {shape[dim] / 2, shape[dim] / 2});
+  };
+  std::vector<std::pair<ParamMap, ParamMap>> jobs;
+  for (Extents shape :
+       {Extents{4097, 128}, Extents{4097, 136}, Extents{1027, 2048},
+        Extents{4099, 512}, Extents{4003, 528}}) {
+    ParamMap target = halves(shape, 1);
+    jobs.push_back({getFullTensorMap(target), target});
+  }
+  jobs.push_back({halves({128, 64, 128}, 1), halves({128, 64, 128}, 2)});
+  jobs.push_back({*buildSplitLayout("w", {4097, 136}, 1, {64, 72}),
+                  halves({4097, 136}, 1)});
+  for (const auto &[from, to] : jobs) {
     SentElements sent;
-    TransferPlan plan =
-        *composeMaps(getFullTensorMap(target), target, {}, sent);
+    TransferPlan plan = *composeMaps(from, to, {}, sent);
     CopyProgram program = lowerPlan(plan);
     std::map<int64_t, Bytes> sources;
-    Bytes &data = sources[0];
-    data.resize(rows * cols * 4);
-    for (size_t b = 0; b < data.size(); ++b)
-      data[b] = static_cast<uint8_t>(b * 2654435761u >> 7);
+    for (const auto &[rank, shard] : plan.sourceShards) {
+      Bytes &data = sources[rank];
+      data.resize(*getNumElements(shard) * 4);
+      for (size_t b = 0; b < data.size(); ++b)
+        data[b] = static_cast<uint8_t>((b + rank) * 2654435761u >> 7);
+    }
     std::map<int64_t, Bytes> expected = referenceRun(plan, sources, 4);
+    std::string name = formatList(to.logicalShape) + " from " +
+                       std::to_string(from.worldSize) + " ranks";
     for (uintptr_t offset : {0, 16, 32}) {
       std::map<int64_t, Bytes> storage;
       ProgramBuffers buffers;
-      buffers.sources[0] = data.data();
+      for (auto &[rank, data] : sources)
+        buffers.sources[rank] = data.data();
       for (const auto &[rank, bytes] : expected) {
         storage[rank].assign(bytes.size() + 64 + offset, 0xAB);
         uintptr_t base = reinterpret_cast<uintptr_t>(storage[rank].data());
@@ -217,7 +232,7 @@ TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
         const uint8_t *written =
             static_cast<const uint8_t *>(buffers.targets.at(rank));
         EXPECT_EQ(Bytes(written, written + bytes.size()), bytes)
-            << "cols " << cols << ", offset " << offset << ", rank " << rank;
+            << name << ", offset " << offset << ", rank " << rank;
       }
     }
   }
