@@ -3,67 +3,98 @@
 our executor and of libtorch's as_strided().copy_() loop on the same bytes,
 on 1 and 2 threads, with the ratios the targets are stated in.
 
-    bench/run-benchmarks.py [BENCH_BINARY | RESULTS.json] [--repetitions N]
+    bench/run-benchmarks.py [BENCH_BINARY | RUN.json...] [--repetitions N]
 
-Each case runs N times (default 5) in random order interleaved with the
-other cases, and the table shows the median: on a shared machine bandwidth
-drifts by tens of percent over seconds, and interleaving spreads that drift
-over every case instead of charging it to whichever ran at the time.
+The binary runs N times (default 5). Each run measures every case once, in
+an order that puts the two cases of a ratio next to each other (ours and
+torch on one thread, then memcpy, then both on two threads). The table
+shows each case's median GB/s over the runs and, for each ratio, the
+median of its per-run ratios: on a shared machine bandwidth drifts by tens
+of percent, at times by 2x, over seconds to minutes, and two cases measured
+a second apart see the same machine, where the medians of two cases need
+not.
 
-With a .json argument, prints the table of an earlier run's results
-(`ucp-copy-bench --benchmark_format=json`, with or without repetitions).
+With .json arguments (`ucp-copy-bench --benchmark_format=json`, one file
+per run of the binary), prints the table of those runs.
 """
 
 import argparse
 import json
 import statistics
 import subprocess
+import sys
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("source", nargs="?", default="build/bench/ucp-copy-bench",
-                    help="the benchmark binary, or a .json of its results")
+parser.add_argument("sources", nargs="*",
+                    default=["build/bench/ucp-copy-bench"],
+                    help="the benchmark binary, or .json files of its runs")
 parser.add_argument("--repetitions", type=int, default=5,
-                    help="runs of each case; the table shows the median")
+                    help="runs of the binary; the table shows medians")
 args = parser.parse_args()
 
-if args.source.endswith(".json"):
-    with open(args.source) as f:
-        out = f.read()
-else:
-    out = subprocess.run(
-        [args.source, "--benchmark_format=json",
-         f"--benchmark_repetitions={args.repetitions}",
-         "--benchmark_enable_random_interleaving=true"],
-        check=True, capture_output=True, text=True).stdout
 
-samples = {}
-for b in json.loads(out)["benchmarks"]:
-    if b.get("run_type") == "aggregate":
-        continue
-    kind, workload, threads = b["name"].split("/")[:3]
-    threads = int(threads.split(":")[-1])
-    samples.setdefault((kind, workload, threads), []).append(
-        b["bytes_per_second"] / 1e9)
-rate = {key: statistics.median(values) for key, values in samples.items()}
-runs = min(len(values) for values in samples.values())
+def parse(text):
+    """GB/s of each (kind, workload, threads) in one run of the binary."""
+    samples = {}
+    for b in json.loads(text)["benchmarks"]:
+        if b.get("run_type") == "aggregate":
+            continue
+        kind, workload, threads = b["name"].split("/")[:3]
+        key = (kind, workload, int(threads.split(":")[-1]))
+        samples.setdefault(key, []).append(b["bytes_per_second"] / 1e9)
+    return {key: statistics.median(values) for key, values in samples.items()}
+
+
+runs = []
+if all(source.endswith(".json") for source in args.sources):
+    for source in args.sources:
+        with open(source) as f:
+            runs.append(parse(f.read()))
+else:
+    for run in range(args.repetitions):
+        print(f"run {run + 1} of {args.repetitions}", file=sys.stderr)
+        runs.append(parse(subprocess.run(
+            [args.sources[0], "--benchmark_format=json"],
+            check=True, capture_output=True, text=True).stdout))
+
+
+def rate(key):
+    """Median GB/s of a case, or None where no run measured it."""
+    values = [run[key] for run in runs if key in run]
+    return statistics.median(values) if values else None
+
+
+def ratio(a, b):
+    """Median of the per-run ratios of two cases, or None."""
+    values = [run[a] / run[b] for run in runs if a in run and b in run]
+    return statistics.median(values) if values else None
+
+
+def cell(value, width):
+    return f"{value:{width}.2f}" if value is not None else f"{'-':>{width}}"
+
 
 workloads = []
-for (_, w, _) in rate:
-    if w not in workloads:
-        workloads.append(w)
+for run in runs:
+    for (_, w, _) in run:
+        if w not in workloads:
+            workloads.append(w)
 print(f"{'workload':22} {'memcpy':>7} {'ours x1':>8} {'ours x2':>8}"
       f" {'torch x1':>8} {'torch x2':>8} {'via F':>7} {'x1/memcpy':>9}"
       f" {'x2/x1':>6} {'x1/torch x1':>11} {'x2/torch x2':>11}"
       f" {'x1/via F':>8}")
 for w in workloads:
-    m, o1, o2 = rate[("memcpy", w, 1)], rate[("ours", w, 1)], rate[("ours", w, 2)]
-    t1, t2 = rate[("torch", w, 1)], rate[("torch", w, 2)]
-    full = rate.get(("torchfull", w, 1))
-    via = f"{full:7.2f}" if full else f"{'-':>7}"
-    ratio = f"{o1 / full:8.2f}" if full else f"{'-':>8}"
-    print(f"{w:22} {m:7.2f} {o1:8.2f} {o2:8.2f} {t1:8.2f} {t2:8.2f} {via}"
-          f" {o1 / m:9.2f} {o2 / o1:6.2f} {o1 / t1:11.2f} {o2 / t2:11.2f}"
-          f" {ratio}")
-print(f"GB/s, median of {runs} interleaved runs. torch: the as_strided().copy_()"
-      " loop over the same segments, with 1 or 2 intra-op threads; via F: the"
-      " reference's reshard (rebuild F, then extract) in libtorch, 1 thread")
+    memcpy, full = ("memcpy", w, 1), ("torchfull", w, 1)
+    ours1, ours2 = ("ours", w, 1), ("ours", w, 2)
+    torch1, torch2 = ("torch", w, 1), ("torch", w, 2)
+    print(f"{w:22} {cell(rate(memcpy), 7)} {cell(rate(ours1), 8)}"
+          f" {cell(rate(ours2), 8)} {cell(rate(torch1), 8)}"
+          f" {cell(rate(torch2), 8)} {cell(rate(full), 7)}"
+          f" {cell(ratio(ours1, memcpy), 9)} {cell(ratio(ours2, ours1), 6)}"
+          f" {cell(ratio(ours1, torch1), 11)} {cell(ratio(ours2, torch2), 11)}"
+          f" {cell(ratio(ours1, full), 8)}")
+print(f"GB/s: median of {len(runs)} runs; ratios: median of the {len(runs)}"
+      " per-run ratios of cases measured one after the other. torch: the"
+      " as_strided().copy_() loop over the same segments, with 1 or 2"
+      " intra-op threads; via F: the reference's reshard (rebuild F, then"
+      " extract) in libtorch, 1 thread")
