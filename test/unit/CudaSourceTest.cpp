@@ -1,8 +1,9 @@
 //===- CudaSourceTest.cpp - Generated kernels compile with NVRTC ----------===//
 //
 // The emitted CUDA source compiles with NVRTC (which needs no GPU) for every
-// element type (skipped where NVRTC is not installed), and decodes work
-// units in 64 bits only where a launch needs it.
+// element type, to PTX and to a Hopper GPU's machine code (skipped where
+// NVRTC is not installed), and decodes work units in 64 bits only where a
+// launch needs it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -40,6 +41,12 @@ TEST(CudaSource, CompilesWithNvrtcForEveryDType) {
       FAIL() << error;
     }
     EXPECT_NE(ptx->find(".entry ucp_copy_0_"), std::string::npos);
+    // And to machine code for a Hopper GPU, as the executor loads it there.
+    llvm::Expected<CompiledKernels> hopper =
+        compileCudaForDevice(module.source, 9, 0);
+    ASSERT_TRUE(static_cast<bool>(hopper))
+        << llvm::toString(hopper.takeError());
+    EXPECT_EQ(hopper->architecture, "sm_90");
   }
 }
 
