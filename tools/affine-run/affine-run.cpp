@@ -219,6 +219,11 @@ int main(int argc, char **argv) {
     else
       return fail("unknown --state '" + state +
                   "'; expected fp32, exp_avg or exp_avg_sq");
+    // Both say what the tensors are; a disagreement is not guessed away.
+    if (scalePower.getNumOccurrences() && options.scalePower != scalePower)
+      return fail("--state " + state + " means scale power " +
+                  std::to_string(options.scalePower) + ", but --scale-power " +
+                  std::to_string(scalePower) + " was given; give one of them");
   }
   llvm::Expected<ReplicaPolicy> replicaPolicy = getPolicy();
   if (!replicaPolicy)
