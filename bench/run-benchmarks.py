@@ -7,7 +7,9 @@ on 1 and 2 threads, with the ratios the targets are stated in.
 
 The binary runs N times (default 5). Each run measures every case once, in
 an order that puts the two cases of a ratio next to each other (ours and
-torch on one thread, then memcpy, then both on two threads). The table
+torch on one thread, then memcpy, then both on two threads; every other
+run with torch first in each pair, so that running second favours
+neither). The table
 shows each case's median GB/s over the runs and, for each ratio, the
 median of its per-run ratios: on a shared machine bandwidth drifts by tens
 of percent, at times by 2x, over seconds to minutes, and two cases measured
@@ -20,6 +22,7 @@ per run of the binary), prints the table of those runs.
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -53,8 +56,12 @@ if all(source.endswith(".json") for source in args.sources):
 else:
     for run in range(args.repetitions):
         print(f"run {run + 1} of {args.repetitions}", file=sys.stderr)
+        env = dict(os.environ)
+        env.pop("UCP_BENCH_TORCH_FIRST", None)
+        if run % 2:
+            env["UCP_BENCH_TORCH_FIRST"] = "1"
         runs.append(parse(subprocess.run(
-            [args.sources[0], "--benchmark_format=json"],
+            [args.sources[0], "--benchmark_format=json"], env=env,
             check=True, capture_output=True, text=True).stdout))
 
 

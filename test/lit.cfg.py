@@ -33,6 +33,10 @@ config.substitutions.append(
     ("%fake_cuda", os.path.join(config.ucp_obj_root, "test", "fakecuda", "lib")))
 
 # Optional hardware and tools: tests that need them say REQUIRES.
+copy_bench = os.path.join(config.ucp_obj_root, "bench", "ucp-copy-bench")
+if os.path.exists(copy_bench):  # built where libtorch and Google Benchmark are
+    config.available_features.add("copy-bench")
+    config.substitutions.append(("%copy_bench", copy_bench))
 nvcc = os.path.join(config.cuda_root, "bin", "nvcc")
 if os.path.exists(nvcc):
     config.available_features.add("nvcc")
