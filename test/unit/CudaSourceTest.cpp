@@ -68,11 +68,7 @@ TEST(CudaSource, CompilesMachineCodeForTheGpusNvrtcKnows) {
     FAIL() << error;
   }
   EXPECT_EQ(hopper->architecture, "sm_90");
-  EXPECT_EQ(hopper->image.rfind("\x7f"
-                                "ELF",
-                                0),
-            0u)
-      << "not a cubin";
+  EXPECT_EQ(hopper->image.rfind("\177ELF", 0), 0u) << "not a cubin";
 
   llvm::Expected<CompiledKernels> future = compileCudaForDevice(source, 99, 0);
   ASSERT_TRUE(static_cast<bool>(future)) << llvm::toString(future.takeError());
