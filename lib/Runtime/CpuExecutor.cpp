@@ -38,6 +38,9 @@ struct WorkItem {
   bool streaming = false;
 };
 
+/// A cache line: the unit the caches and write-combining buffers move.
+constexpr int64_t kLineBytes = 64;
+
 /// A copy whose contiguous runs are shorter than this reads a few bytes of
 /// each source row (a column split with narrow shards). Such copies run in
 /// bands of kBandElements elements, in source order, so that the copies
@@ -169,9 +172,10 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
     return reinterpret_cast<uintptr_t>(dst) % alignment;
   };
 #if UCP_HAVE_X86_VECTOR_PATHS
-  if (width == 16 && !offset(64) && bytes % 64 == 0 && hasAvx512()) {
+  if (width == 16 && !offset(kLineBytes) && bytes % kLineBytes == 0 &&
+      hasAvx512()) {
     // A short run of whole lines that starts on a line.
-    streamLines64(dst, src, bytes / 64);
+    streamLines64(dst, src, bytes / kLineBytes);
     return;
   }
 #endif
@@ -228,7 +232,7 @@ class StreamedRunBatch {
 public:
   explicit StreamedRunBatch(int64_t bytes) : bytes(bytes) {
 #if UCP_HAVE_X86_VECTOR_PATHS
-    interleavable = bytes % 64 == 0 && bytes >= kShortRunBytes &&
+    interleavable = bytes % kLineBytes == 0 && bytes >= kShortRunBytes &&
                     bytes < kChunksPerBlock * kChunkBytes && hasAvx2();
 #endif
   }
@@ -282,9 +286,10 @@ constexpr int64_t kPrefetchMinRunBytes = 128;
 
 /// Asks for the cache lines of `bytes` bytes at `address` to be loaded.
 inline void prefetchBytes(const char *address, int64_t bytes) {
-  uintptr_t line = reinterpret_cast<uintptr_t>(address) & ~uintptr_t(63);
+  uintptr_t line =
+      reinterpret_cast<uintptr_t>(address) & ~uintptr_t(kLineBytes - 1);
   uintptr_t end = reinterpret_cast<uintptr_t>(address) + bytes;
-  for (; line < end; line += 64)
+  for (; line < end; line += kLineBytes)
     __builtin_prefetch(reinterpret_cast<const void *>(line));
 }
 
@@ -303,7 +308,7 @@ streamRowsOfLines64(char *dst, int64_t dstStride, const char *src,
                     int64_t aheadRows) {
   for (int64_t row = 0; row < rows; ++row, dst += dstStride, src += srcStride) {
     if (aheadRows && row + aheadRows < rows)
-      prefetchBytes(src + aheadRows * srcStride, lines * 64);
+      prefetchBytes(src + aheadRows * srcStride, lines * kLineBytes);
     streamLines64(dst, src, lines);
   }
 }
@@ -400,9 +405,12 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
 #if UCP_HAVE_X86_VECTOR_PATHS
     // Short runs of whole lines, each starting on a line: one loop per block
     // of rows.
-    auto startsOnLine = [&](int64_t offset) { return offset * size % 64 == 0; };
-    if (streaming && rank >= 2 && bytes % 64 == 0 && bytes < kShortRunBytes &&
-        reinterpret_cast<uintptr_t>(to) % 64 == 0 &&
+    auto startsOnLine = [&](int64_t offset) {
+      return offset * size % kLineBytes == 0;
+    };
+    if (streaming && rank >= 2 && bytes % kLineBytes == 0 &&
+        bytes < kShortRunBytes &&
+        reinterpret_cast<uintptr_t>(to) % kLineBytes == 0 &&
         startsOnLine(target.offset) &&
         llvm::all_of(llvm::ArrayRef(target.strides).drop_back(),
                      startsOnLine) &&
@@ -410,7 +418,7 @@ void runStrided(llvm::ArrayRef<int64_t> shape, const StridedView *source,
       forEachRowBlock(shape, target, source, [&](int64_t t, int64_t s) {
         streamRowsOfLines64(to + t * size, target.strides[rank - 2] * size,
                             from + s * size, source->strides[rank - 2] * size,
-                            shape[rank - 2], bytes / 64,
+                            shape[rank - 2], bytes / kLineBytes,
                             prefetch ? aheadRows : 0);
       });
       return;
