@@ -2,10 +2,12 @@
 
 #include "ucp/Conversion/CopyProgramToCuda.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <set>
 
 using namespace ucp;
 
@@ -22,6 +24,7 @@ struct UcpCopy {
   long long begin;   /* first work unit of this copy in its launch */
   int rank;          /* dimensions, innermost last */
   int vector;        /* 1: the innermost dimension counts 16-byte vectors */
+  int src, dst;      /* slots in the launch's buffer table; src -1: zeroes */
   long long shape[UCP_MAX_RANK];
   long long src_offset, src_strides[UCP_MAX_RANK];
   long long dst_offset, dst_strides[UCP_MAX_RANK];
@@ -32,13 +35,14 @@ struct UcpCopy {
 struct alignas(16) UcpVec { unsigned int x, y, z, w; };
 
 /* Runs work units of the copies in `table` (sorted by begin) with a
-   grid-stride loop; with no source, zeroes the target views. A unit's
+   grid-stride loop, between the buffers whose addresses `buffers` holds;
+   a copy with no source zeroes its target view. A unit's
    place in its copy is decoded in `Index`: 32-bit where the launch has
    fewer than 2^32 units, since 64-bit division is many instructions on a
    GPU; offsets stay 64-bit, as a buffer may hold more elements. */
 template <typename Index>
 __device__ void ucp_run(const UcpCopy *table, int count, long long total,
-                        const ucp_elem *src, ucp_elem *dst) {
+                        ucp_elem *const *buffers) {
   for (long long unit = (long long)blockIdx.x * blockDim.x + threadIdx.x;
        unit < total; unit += (long long)gridDim.x * blockDim.x) {
     int lo = 0, hi = count - 1;
@@ -59,6 +63,8 @@ __device__ void ucp_run(const UcpCopy *table, int count, long long total,
        one division fewer per unit. */
     s += (long long)local * c.src_strides[0];
     d += (long long)local * c.dst_strides[0];
+    const ucp_elem *src = c.src < 0 ? 0 : buffers[c.src];
+    ucp_elem *dst = buffers[c.dst];
     if (c.vector) {
       UcpVec value = {0, 0, 0, 0};
       if (src) value = *(const UcpVec *)((const char *)src + s * 16);
@@ -134,14 +140,24 @@ static bool isVectorizable(llvm::ArrayRef<int64_t> shape,
          (!source || aligned(*source));
 }
 
-/// Emits the descriptor table `name` for `copies` and returns its units.
-static int64_t emitTable(llvm::StringRef name,
-                         llvm::ArrayRef<StridedCopy> copies, bool isFill,
+namespace {
+/// One row of a kernel's descriptor table: a copy between two slots of its
+/// launch's buffer table, or with no source slot, a fill.
+struct TableRow {
+  StridedCopy copy;
+  int sourceSlot = -1;
+  int targetSlot = 0;
+};
+} // namespace
+
+/// Emits the descriptor table `name` for `rows` and returns its units.
+static int64_t emitTable(llvm::StringRef name, llvm::ArrayRef<TableRow> rows,
                          int64_t size, llvm::raw_ostream &os) {
   os << "__device__ const UcpCopy " << name << "[] = {\n";
   int64_t begin = 0;
-  for (const StridedCopy &copy : copies) {
-    const StridedView *source = isFill ? nullptr : &copy.source;
+  for (const TableRow &row : rows) {
+    const StridedCopy &copy = row.copy;
+    const StridedView *source = row.sourceSlot < 0 ? nullptr : &copy.source;
     bool vector =
         isVectorizable(copy.shape, source, copy.target, copy.factor, size);
     int64_t perVector = vector ? 16 / size : 1;
@@ -167,7 +183,7 @@ static int64_t emitTable(llvm::StringRef name,
     if (dstStrides.empty())
       dstStrides = {1};
     os << "  {" << begin << "LL, " << shape.size() << ", " << (vector ? 1 : 0)
-       << ", ";
+       << ", " << row.sourceSlot << ", " << row.targetSlot << ", ";
     list(vshape, false);
     os << ", " << (source ? copy.source.offset / perVector : 0) << "LL, ";
     list(source ? srcStrides : Extents(shape.size(), 0), true);
@@ -208,37 +224,46 @@ ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
   os << kKernelSource;
   for (auto [index, entry] : llvm::enumerate(programs)) {
     const auto &[name, program] = entry;
-    os << "\n/* " << name << " */\n";
-    for (const BufferPairCopies &pair : program.pairs) {
-      if (pair.copies.empty())
-        continue;
-      std::string kernel = "ucp_copy_" + std::to_string(index) + "_" +
-                           std::to_string(pair.sourceBuffer) + "_" +
-                           std::to_string(pair.targetBuffer);
-      int64_t units = emitTable(kernel + "_table", pair.copies,
-                                /*isFill=*/false, size, os);
-      os << "extern \"C\" __global__ void " << kernel
-         << "(const ucp_elem *src, ucp_elem *dst) {\n  ucp_run<"
-         << getIndexType(units, unitIndex) << ">(" << kernel << "_table, "
-         << pair.copies.size() << ", " << units << "LL, src, dst);\n}\n";
-      module.launches.push_back(
-          {kernel, index, pair.sourceBuffer, pair.targetBuffer, units});
-    }
-    std::map<int64_t, std::vector<StridedCopy>> fillsByTarget;
+    // The launch's buffer table: every source the copies read, then every
+    // target they or the fills write, each sorted by rank.
+    CudaLaunch launch;
+    launch.kernel = "ucp_program_" + std::to_string(index);
+    launch.program = index;
+    std::set<int64_t> sources, targets;
+    for (const BufferPairCopies &pair : program.pairs)
+      if (!pair.copies.empty()) {
+        sources.insert(pair.sourceBuffer);
+        targets.insert(pair.targetBuffer);
+      }
     for (const StridedFill &fill : program.fills)
-      fillsByTarget[fill.targetBuffer].push_back(
-          {fill.shape, {0, Extents(fill.shape.size(), 0)}, fill.target, 1.0});
-    for (const auto &[target, copies] : fillsByTarget) {
-      std::string kernel =
-          "ucp_fill_" + std::to_string(index) + "_" + std::to_string(target);
-      int64_t units =
-          emitTable(kernel + "_table", copies, /*isFill=*/true, size, os);
-      os << "extern \"C\" __global__ void " << kernel
-         << "(ucp_elem *dst) {\n  ucp_run<" << getIndexType(units, unitIndex)
-         << ">(" << kernel << "_table, " << copies.size() << ", " << units
-         << "LL, 0, dst);\n}\n";
-      module.launches.push_back({kernel, index, -1, target, units});
-    }
+      targets.insert(fill.targetBuffer);
+    if (targets.empty())
+      continue;
+    launch.sourceBuffers.assign(sources.begin(), sources.end());
+    launch.targetBuffers.assign(targets.begin(), targets.end());
+    auto slot = [](llvm::ArrayRef<int64_t> ranks, int64_t rank) {
+      return static_cast<int>(llvm::lower_bound(ranks, rank) - ranks.begin());
+    };
+    int firstTarget = static_cast<int>(sources.size());
+    std::vector<TableRow> rows;
+    for (const BufferPairCopies &pair : program.pairs)
+      for (const StridedCopy &copy : pair.copies)
+        rows.push_back(
+            {copy, slot(launch.sourceBuffers, pair.sourceBuffer),
+             firstTarget + slot(launch.targetBuffers, pair.targetBuffer)});
+    for (const StridedFill &fill : program.fills)
+      rows.push_back(
+          {{fill.shape, {0, Extents(fill.shape.size(), 0)}, fill.target, 1.0},
+           -1,
+           firstTarget + slot(launch.targetBuffers, fill.targetBuffer)});
+    os << "\n/* " << name << " */\n";
+    launch.units = emitTable(launch.kernel + "_table", rows, size, os);
+    os << "extern \"C\" __global__ void " << launch.kernel
+       << "(ucp_elem *const *buffers) {\n  ucp_run<"
+       << getIndexType(launch.units, unitIndex) << ">(" << launch.kernel
+       << "_table, " << rows.size() << ", " << launch.units
+       << "LL, buffers);\n}\n";
+    module.launches.push_back(std::move(launch));
   }
   return module;
 }

@@ -246,6 +246,8 @@ struct CudaExecutor::State {
   void *context = nullptr;
   void *module = nullptr;
   CudaModule kernels;
+  /// The loaded kernel of each of `kernels.launches`.
+  std::vector<void *> functions;
   /// What NVRTC compiled the kernels for ("sm_90", "compute_86").
   std::string architecture;
   DType type = DType::F32;
@@ -306,6 +308,14 @@ llvm::Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
                "read: install a newer driver, or an NVRTC no newer than it"
              : ""));
   }
+  for (const CudaLaunch &launch : state->kernels.launches) {
+    void *function = nullptr;
+    if (int result = d.moduleGetFunction(&function, state->module,
+                                         launch.kernel.c_str()))
+      return refuse("the generated kernel " + launch.kernel +
+                    " is missing: " + d.describe(result));
+    state->functions.push_back(function);
+  }
   return std::unique_ptr<CudaExecutor>(new CudaExecutor(std::move(state)));
 }
 
@@ -348,11 +358,13 @@ struct Event {
 
 } // namespace
 
-/// A program's buffers on the device: sources uploaded, targets allocated.
+/// A program's buffers on the device: sources uploaded, targets allocated,
+/// and the table of their addresses its kernel takes.
 struct CudaExecutor::DeviceBuffers {
   explicit DeviceBuffers(const Driver &driver) : memory(driver) {}
   DeviceMemory memory;
   std::map<int64_t, CUdeviceptr> sources, targets;
+  CUdeviceptr table = 0;
 };
 
 llvm::Error CudaExecutor::check(int result, const char *what) const {
@@ -361,7 +373,15 @@ llvm::Error CudaExecutor::check(int result, const char *what) const {
   return refuse(std::string(what) + ": " + state->driver.describe(result));
 }
 
-llvm::Error CudaExecutor::upload(const CopyProgram &program,
+const CudaLaunch *CudaExecutor::findLaunch(size_t index) const {
+  const std::vector<CudaLaunch> &launches = state->kernels.launches;
+  auto found = llvm::find_if(launches, [&](const CudaLaunch &launch) {
+    return launch.program == index;
+  });
+  return found == launches.end() || found->units == 0 ? nullptr : &*found;
+}
+
+llvm::Error CudaExecutor::upload(size_t index, const CopyProgram &program,
                                  const ProgramBuffers &buffers,
                                  DeviceBuffers &device) const {
   int64_t size = getElementSize(state->type);
@@ -382,35 +402,34 @@ llvm::Error CudaExecutor::upload(const CopyProgram &program,
       if (llvm::Error e =
               device.memory.allocate(device.targets[rank], elements * size))
         return e;
-  return llvm::Error::success();
+  const CudaLaunch *launch = findLaunch(index);
+  if (!launch)
+    return llvm::Error::success();
+  std::vector<CUdeviceptr> table;
+  for (int64_t rank : launch->sourceBuffers)
+    table.push_back(device.sources.at(rank));
+  for (int64_t rank : launch->targetBuffers)
+    table.push_back(device.targets.at(rank));
+  size_t bytes = table.size() * sizeof(CUdeviceptr);
+  if (llvm::Error e = device.memory.allocate(device.table, bytes))
+    return e;
+  return check(state->driver.memcpyHtoD(device.table, table.data(), bytes),
+               "cannot copy the buffer table to the GPU");
 }
 
 llvm::Error CudaExecutor::launch(size_t index,
                                  const DeviceBuffers &device) const {
-  Driver &d = state->driver;
-  for (const CudaLaunch &launch : state->kernels.launches) {
-    if (launch.program != index || launch.units == 0)
-      continue;
-    void *function = nullptr;
-    if (llvm::Error e = check(d.moduleGetFunction(&function, state->module,
-                                                  launch.kernel.c_str()),
-                              "a generated kernel is missing"))
-      return e;
-    CUdeviceptr target = device.targets.at(launch.targetBuffer);
-    CUdeviceptr source =
-        launch.sourceBuffer >= 0 ? device.sources.at(launch.sourceBuffer) : 0;
-    void *copyArgs[] = {&source, &target};
-    void *fillArgs[] = {&target};
-    CudaGrid grid = getLaunchGrid(launch.units);
-    if (llvm::Error e =
-            check(d.launchKernel(function, grid.blocks, 1, 1,
-                                 grid.threadsPerBlock, 1, 1, 0, nullptr,
-                                 launch.sourceBuffer >= 0 ? copyArgs : fillArgs,
-                                 nullptr),
-                  "a kernel launch failed"))
-      return e;
-  }
-  return llvm::Error::success();
+  const CudaLaunch *launch = findLaunch(index);
+  if (!launch)
+    return llvm::Error::success();
+  void *function = state->functions.at(launch - state->kernels.launches.data());
+  CUdeviceptr table = device.table;
+  void *arguments[] = {&table};
+  CudaGrid grid = getLaunchGrid(launch->units);
+  return check(state->driver.launchKernel(function, grid.blocks, 1, 1,
+                                          grid.threadsPerBlock, 1, 1, 0,
+                                          nullptr, arguments, nullptr),
+               "a kernel launch failed");
 }
 
 llvm::Error CudaExecutor::download(const CopyProgram &program,
@@ -429,7 +448,7 @@ llvm::Error CudaExecutor::download(const CopyProgram &program,
 llvm::Error CudaExecutor::run(size_t index, const CopyProgram &program,
                               const ProgramBuffers &buffers) {
   DeviceBuffers device(state->driver);
-  if (llvm::Error e = upload(program, buffers, device))
+  if (llvm::Error e = upload(index, program, buffers, device))
     return e;
   if (llvm::Error e = launch(index, device))
     return e;
@@ -445,7 +464,7 @@ llvm::Expected<CudaTiming> CudaExecutor::time(size_t index,
                                               int repeats) {
   Driver &d = state->driver;
   DeviceBuffers device(d);
-  if (llvm::Error e = upload(program, buffers, device))
+  if (llvm::Error e = upload(index, program, buffers, device))
     return std::move(e);
   Event start(d), stop(d);
   if (llvm::Error e =

@@ -39,8 +39,9 @@ std::map<int64_t, Bytes> makeTargets(const CopyProgram &program,
 
 TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
   std::mt19937_64 rng(97);
-  // A descriptor that moves 16-byte vectors: `{begin, rank, 1, {`.
-  const std::regex vectorDescriptor("\\{[0-9]+LL, [0-9]+, 1, \\{");
+  // A descriptor that moves 16-byte vectors: `{begin, rank, 1, src, dst, {`.
+  const std::regex vectorDescriptor(
+      "\\{[0-9]+LL, [0-9]+, 1, -?[0-9]+, [0-9]+, \\{");
   for (DType type : kAllDTypes) {
     std::string name = getSafetensorsName(type).str();
     int64_t size = getElementSize(type);

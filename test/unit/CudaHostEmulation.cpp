@@ -61,14 +61,15 @@ void HostCudaModule::run(size_t index, const ProgramBuffers &buffers,
     if (launch.program != index || launch.units == 0)
       continue;
     CudaGrid shape = grid.value_or(getLaunchGrid(launch.units));
-    // The arguments as cuLaunchKernel takes them: pointers to each.
-    const void *source = launch.sourceBuffer >= 0
-                             ? buffers.sources.at(launch.sourceBuffer)
-                             : nullptr;
-    void *target = buffers.targets.at(launch.targetBuffer);
-    void *copyArgs[] = {&source, &target};
-    void *fillArgs[] = {&target};
-    entry(shape.blocks, shape.threadsPerBlock,
-          launch.sourceBuffer >= 0 ? copyArgs : fillArgs);
+    // The buffer table, and the argument as cuLaunchKernel takes it: a
+    // pointer to it.
+    std::vector<void *> table;
+    for (int64_t rank : launch.sourceBuffers)
+      table.push_back(const_cast<void *>(buffers.sources.at(rank)));
+    for (int64_t rank : launch.targetBuffers)
+      table.push_back(buffers.targets.at(rank));
+    void *addresses = table.data();
+    void *arguments[] = {&addresses};
+    entry(shape.blocks, shape.threadsPerBlock, arguments);
   }
 }

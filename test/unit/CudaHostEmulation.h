@@ -28,8 +28,8 @@ public:
   HostCudaModule(HostCudaModule &&other);
   ~HostCudaModule();
 
-  /// Runs every launch of program `index` on `buffers` with `grid` (by
-  /// default the grid the CUDA executor uses), in the executor's order.
+  /// Runs the launch of program `index` on `buffers` with `grid` (by
+  /// default the grid the CUDA executor uses).
   void run(size_t index, const ProgramBuffers &buffers,
            std::optional<CudaGrid> grid = std::nullopt) const;
 

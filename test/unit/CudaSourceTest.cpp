@@ -40,7 +40,7 @@ TEST(CudaSource, CompilesWithNvrtcForEveryDType) {
         GTEST_SKIP() << error;
       FAIL() << error;
     }
-    EXPECT_NE(ptx->find(".entry ucp_copy_0_"), std::string::npos);
+    EXPECT_NE(ptx->find(".entry ucp_program_0"), std::string::npos);
     // And to machine code for a Hopper GPU, as the executor loads it there.
     llvm::Expected<CompiledKernels> hopper =
         compileCudaForDevice(module.source, 9, 0);
@@ -74,7 +74,7 @@ TEST(CudaSource, CompilesMachineCodeForTheGpusNvrtcKnows) {
   ASSERT_TRUE(static_cast<bool>(future)) << llvm::toString(future.takeError());
   EXPECT_EQ(future->architecture.rfind("compute_", 0), 0u)
       << future->architecture;
-  EXPECT_NE(future->image.find(".entry ucp_copy_0_"), std::string::npos);
+  EXPECT_NE(future->image.find(".entry ucp_program_0"), std::string::npos);
 
   llvm::Expected<CompiledKernels> ancient = compileCudaForDevice(source, 1, 0);
   ASSERT_FALSE(static_cast<bool>(ancient));
@@ -99,13 +99,44 @@ TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
                                DType::U8);
   ASSERT_EQ(module.launches.size(), 2u);
   EXPECT_EQ(module.launches[0].units, limit - 1);
-  EXPECT_NE(module.source.find("ucp_run<unsigned int>(ucp_copy_0_0_0_table"),
+  EXPECT_NE(module.source.find("ucp_run<unsigned int>(ucp_program_0_table"),
             std::string::npos);
-  EXPECT_NE(module.source.find("ucp_run<long long>(ucp_copy_1_0_0_table"),
+  EXPECT_NE(module.source.find("ucp_run<long long>(ucp_program_1_table"),
             std::string::npos);
   // Asked for, 64 bits everywhere.
   CudaModule wide =
       emitCuda({{"small", program(16)}}, DType::U8, CudaUnitIndex::Wide);
-  EXPECT_NE(wide.source.find("ucp_run<long long>(ucp_copy_0_0_0_table"),
+  EXPECT_NE(wide.source.find("ucp_run<long long>(ucp_program_0_table"),
+            std::string::npos);
+}
+
+TEST(CudaSource, OneLaunchPerProgramOverAllItsBuffers) {
+  // Two buffer pairs and a fill of a third target: one kernel, whose table
+  // rows name the slots of the launch's buffer table (sources 0 and 2,
+  // then targets 0, 1 and 3).
+  auto copy = [](int64_t sourceOffset) {
+    return StridedCopy{{4}, {sourceOffset, {1}}, {0, {1}}, 1.0};
+  };
+  CopyProgram p;
+  p.pairs.push_back({2, 0, {copy(4)}});
+  p.pairs.push_back({0, 1, {copy(0)}});
+  p.fills.push_back({3, {4}, {0, {1}}});
+  p.sourceElements = {{0, 4}, {2, 8}};
+  p.targetElements = {{0, 4}, {1, 4}, {3, 4}};
+  CopyProgram empty;
+  empty.targetElements = {{0, 0}};
+  CudaModule module = emitCuda({{"nothing", empty}, {"mixed", p}}, DType::U8);
+  ASSERT_EQ(module.launches.size(), 1u);
+  const CudaLaunch &launch = module.launches[0];
+  EXPECT_EQ(launch.kernel, "ucp_program_1");
+  EXPECT_EQ(launch.program, 1u);
+  EXPECT_EQ(launch.sourceBuffers, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(launch.targetBuffers, (std::vector<int64_t>{0, 1, 3}));
+  EXPECT_EQ(launch.units, 12);
+  // Rows as `{begin, rank, vector, src, dst, ...`.
+  EXPECT_NE(module.source.find("{0LL, 1, 0, 1, 2, {4,"), std::string::npos);
+  EXPECT_NE(module.source.find("{4LL, 1, 0, 0, 3, {4,"), std::string::npos);
+  EXPECT_NE(module.source.find("{8LL, 1, 0, -1, 4, {4,"), std::string::npos);
+  EXPECT_NE(module.source.find("void ucp_program_1(ucp_elem *const *buffers)"),
             std::string::npos);
 }

@@ -1,13 +1,15 @@
 //===- CopyProgramToCuda.h - Copy programs as CUDA kernels ------*- C++ -*-===//
 //
-// Emits CUDA C++ for copy programs: one kernel per (source buffer, target
-// buffer) pair, launched once over a table of copy descriptors, with a
-// grid-stride loop over work units; a copy whose innermost run is
-// contiguous and 16-byte aligned on both sides moves 16-byte vectors; the
-// scale is fused into the copy, with the same f16/bf16 arithmetic as the
-// CPU executor (ucp/Runtime/FloatBits.h is pasted into the source). One
-// kernel per target buffer zeroes its fills. The source needs no header,
-// so NVRTC compiles it as is.
+// Emits CUDA C++ for copy programs: one kernel per program, launched once
+// over a table of copy descriptors (every copy between every pair of its
+// buffers, and its fills), with a grid-stride loop over work units. One
+// launch per program, not per buffer pair, because each launch costs a few
+// microseconds of ramp and drain on the GPU, as long as moving megabytes.
+// A copy whose innermost run is contiguous and 16-byte aligned on both
+// sides moves 16-byte vectors; the scale is fused into the copy, with the
+// same f16/bf16 arithmetic as the CPU executor (ucp/Runtime/FloatBits.h is
+// pasted into the source). The source needs no header, so NVRTC compiles
+// it as is.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,14 +21,16 @@
 
 namespace ucp {
 
-/// One kernel launch of an emitted module.
+/// The one kernel launch of a program in an emitted module. The kernel
+/// takes one argument: the device address of its buffer table, an array
+/// of the addresses of `sourceBuffers` then of `targetBuffers`.
 struct CudaLaunch {
   /// The extern "C" kernel name.
   std::string kernel;
   /// Index of the program in the emitted list.
   size_t program = 0;
-  int64_t sourceBuffer = -1; // -1 for a fill kernel.
-  int64_t targetBuffer = 0;
+  /// Ranks of the buffers the kernel reads and writes, in table order.
+  std::vector<int64_t> sourceBuffers, targetBuffers;
   /// Work units (elements or 16-byte vectors) the grid covers.
   int64_t units = 0;
 };

@@ -86,10 +86,14 @@ private:
   explicit CudaExecutor(std::unique_ptr<State> state);
   /// Fails with `what` and the driver's message unless `result` is 0.
   llvm::Error check(int result, const char *what) const;
-  /// Copies the sources of `buffers` to the device; allocates the targets.
-  llvm::Error upload(const CopyProgram &program, const ProgramBuffers &buffers,
+  /// The launch of program `index`; null when it writes nothing.
+  const CudaLaunch *findLaunch(size_t index) const;
+  /// Copies the sources of `buffers` to the device, allocates the targets
+  /// and uploads the buffer table of program `index`'s kernel.
+  llvm::Error upload(size_t index, const CopyProgram &program,
+                     const ProgramBuffers &buffers,
                      DeviceBuffers &device) const;
-  /// Launches program `index`'s kernels (asynchronously).
+  /// Launches program `index`'s kernel (asynchronously).
   llvm::Error launch(size_t index, const DeviceBuffers &device) const;
   /// Copies the targets back into `buffers`.
   llvm::Error download(const CopyProgram &program,
