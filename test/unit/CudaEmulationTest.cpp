@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 
 using namespace ucp;
 using namespace ucp::testing;
@@ -39,9 +40,11 @@ std::map<int64_t, Bytes> makeTargets(const CopyProgram &program,
 
 TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
   std::mt19937_64 rng(97);
-  // A descriptor that moves 16-byte vectors: `{begin, rank, 1, src, dst, {`.
+  // A descriptor that moves one or two 16-byte vectors per unit:
+  // `{begin, rank, vectors, src, dst, {`.
   const std::regex vectorDescriptor(
-      "\\{[0-9]+LL, [0-9]+, 1, -?[0-9]+, [0-9]+, \\{");
+      "\\{[0-9]+LL, [0-9]+, ([12]), -?[0-9]+, [0-9]+, \\{");
+  std::set<std::string> vectorsPerUnit;
   for (DType type : kAllDTypes) {
     std::string name = getSafetensorsName(type).str();
     int64_t size = getElementSize(type);
@@ -52,6 +55,11 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
           {"plan " + std::to_string(programs.size()), lowerPlan(plan)});
     CudaModule module = emitCuda(programs, type);
     EXPECT_TRUE(std::regex_search(module.source, vectorDescriptor)) << name;
+    for (std::sregex_iterator
+             it(module.source.begin(), module.source.end(), vectorDescriptor),
+         end;
+         it != end; ++it)
+      vectorsPerUnit.insert((*it)[1]);
     llvm::Expected<HostCudaModule> host = HostCudaModule::compile(module);
     ASSERT_TRUE(static_cast<bool>(host))
         << name << ": " << llvm::toString(host.takeError());
@@ -99,6 +107,8 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
         return;
     }
   }
+  // Both unit widths ran.
+  EXPECT_EQ(vectorsPerUnit, (std::set<std::string>{"1", "2"}));
 }
 
 } // namespace

@@ -140,3 +140,35 @@ TEST(CudaSource, OneLaunchPerProgramOverAllItsBuffers) {
   EXPECT_NE(module.source.find("void ucp_program_1(ucp_elem *const *buffers)"),
             std::string::npos);
 }
+
+TEST(CudaSource, UnitsAreTheWidestVectorsTheAlignmentAllows) {
+  // f32 rows of 8 elements (32 bytes), 8 apart on both sides, except where
+  // a case says otherwise.
+  auto program = [](int64_t sourceOffset, int64_t columns, double factor) {
+    CopyProgram p;
+    p.pairs.push_back(
+        {0, 0, {{{4, columns}, {sourceOffset, {8, 1}}, {0, {8, 1}}, factor}}});
+    p.sourceElements[0] = 64;
+    p.targetElements[0] = 32;
+    return p;
+  };
+  CudaModule module = emitCuda({{"aligned to 32", program(0, 8, 1.0)},
+                                {"aligned to 16", program(4, 8, 1.0)},
+                                {"runs of 16 bytes", program(0, 4, 1.0)},
+                                {"scaled", program(0, 8, 0.5)}},
+                               DType::F32);
+  // Rows as `{begin, rank, vectors, src, dst, {shape}, src_offset, ...`:
+  // the shape and offsets count units.
+  EXPECT_NE(module.source.find("{0LL, 2, 2, 0, 1, {4, 1, 0, 0, 0, 0, 0, 0}, "
+                               "0LL, {1, 1,"),
+            std::string::npos);
+  EXPECT_NE(module.source.find("{0LL, 2, 1, 0, 1, {4, 2, 0, 0, 0, 0, 0, 0}, "
+                               "1LL, {2, 1,"),
+            std::string::npos);
+  EXPECT_NE(module.source.find("{0LL, 2, 1, 0, 1, {4, 1, 0, 0, 0, 0, 0, 0}, "
+                               "0LL, {2, 1,"),
+            std::string::npos);
+  EXPECT_NE(module.source.find("{0LL, 2, 0, 0, 1, {4, 8, 0, 0, 0, 0, 0, 0}, "
+                               "0LL, {8, 1,"),
+            std::string::npos);
+}

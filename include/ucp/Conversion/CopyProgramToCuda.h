@@ -5,10 +5,10 @@
 // buffers, and its fills), with a grid-stride loop over work units. One
 // launch per program, not per buffer pair, because each launch costs about
 // 4 microseconds of ramp and drain on an H200, as long as moving 8 MB
-// (docs/Execution.md).
-// A copy whose innermost run is contiguous and 16-byte aligned on both
-// sides moves 16-byte vectors; the scale is fused into the copy, with the
-// same f16/bf16 arithmetic as the CPU executor (ucp/Runtime/FloatBits.h is
+// (docs/Execution.md). A copy whose innermost run is contiguous and aligned
+// on both sides moves units of two 16-byte vectors (32-byte aligned) or one
+// (16-byte aligned); the scale is fused into the copy, with the same
+// f16/bf16 arithmetic as the CPU executor (ucp/Runtime/FloatBits.h is
 // pasted into the source). The source needs no header, so NVRTC compiles
 // it as is.
 //
