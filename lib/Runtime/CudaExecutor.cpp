@@ -374,11 +374,14 @@ llvm::Error CudaExecutor::check(int result, const char *what) const {
 }
 
 const CudaLaunch *CudaExecutor::findLaunch(size_t index) const {
+  // Launches are in program order, at most one per program.
   const std::vector<CudaLaunch> &launches = state->kernels.launches;
-  auto found = llvm::find_if(launches, [&](const CudaLaunch &launch) {
-    return launch.program == index;
+  auto found = llvm::partition_point(launches, [&](const CudaLaunch &launch) {
+    return launch.program < index;
   });
-  return found == launches.end() || found->units == 0 ? nullptr : &*found;
+  return found == launches.end() || found->program != index || found->units == 0
+             ? nullptr
+             : &*found;
 }
 
 llvm::Error CudaExecutor::upload(size_t index, const CopyProgram &program,

@@ -32,7 +32,7 @@ struct CudaLaunch {
   size_t program = 0;
   /// Ranks of the buffers the kernel reads and writes, in table order.
   std::vector<int64_t> sourceBuffers, targetBuffers;
-  /// Work units (elements or 16-byte vectors) the grid covers.
+  /// Work units (elements, or one or two 16-byte vectors) the grid covers.
   int64_t units = 0;
 };
 
