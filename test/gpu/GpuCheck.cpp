@@ -130,7 +130,10 @@ bool checkRandomPlans() {
   size_t programCount = 0;
   auto start = std::chrono::steady_clock::now();
   for (DType type : kAllDTypes) {
-    std::vector<std::pair<std::string, CopyProgram>> programs;
+    // A first program that writes nothing has no launch, so that the
+    // others' launches are numbered apart from their programs.
+    std::vector<std::pair<std::string, CopyProgram>> programs = {
+        {"plan 0 (empty)", CopyProgram()}};
     for (const TransferPlan &plan : makeExecutionPlans(rng, type, 100))
       programs.push_back(
           {"plan " + std::to_string(programs.size()), lowerPlan(plan)});
