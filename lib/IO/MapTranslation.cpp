@@ -304,8 +304,8 @@ void ucp::registerMapTranslations() {
       llvm::cl::init("f32"));
   static TranslateFromMLIRRegistration toCuda(
       "ucp-to-cuda",
-      "emit CUDA C++ kernels for the transfer plans of a module (one launch "
-      "per source/target buffer pair)",
+      "emit CUDA C++ kernels for the transfer plans of a module (one kernel "
+      "launch per plan, over all its buffers)",
       [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
         std::optional<DType> type = parseDTypeName(cudaDType);
         if (!type)
