@@ -2,8 +2,9 @@
 //
 // The emitted CUDA source compiles with NVRTC (which needs no GPU) for every
 // element type, to PTX and to a Hopper GPU's machine code (skipped where
-// NVRTC is not installed), and decodes work units in 64 bits only where a
-// launch needs it.
+// NVRTC is not installed), decodes work units in 64 bits only where a
+// launch needs it, runs each program in one launch over all its buffers,
+// and moves units of the widest vectors the alignment allows.
 //
 //===----------------------------------------------------------------------===//
 
