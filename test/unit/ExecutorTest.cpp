@@ -179,10 +179,11 @@ TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
 TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
   // Streamed runs shorter than 1 KiB that are whole lines starting on a
   // line move with one 64-byte store per line where the processor has
-  // AVX-512, a block of rows in one loop; others with 16-byte stores. Runs
-  // of 1 to 16 KiB go four at a time, a line of each in turn, when they are
-  // whole lines and their targets 32-byte aligned; other runs, and the last
-  // runs of a copy, one at a time. Row counts that are not a multiple of
+  // AVX-512, a block of rows in one loop, or row by row across the shards
+  // of a column split; others with 16-byte stores. Runs of 1 to 16 KiB go
+  // four at a time, a line of each in turn, when they are whole lines and
+  // their targets 32-byte aligned; other runs, and the last runs of a copy,
+  // one at a time. Row counts that are not a multiple of
   // four, runs of 256 and 272 bytes, of 4 KiB, 1 KiB and 1056 bytes (the
   // odd ones not whole lines), blocks of rows in a third dimension (a
   // reshard from a split of dimension 1 to one of dimension 2), target rows
@@ -197,6 +198,13 @@ TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
        {Extents{4097, 128}, Extents{4097, 136}, Extents{1027, 2048},
         Extents{4099, 512}, Extents{4003, 528}}) {
     ParamMap target = halves(shape, 1);
+    jobs.push_back({getFullTensorMap(target), target});
+  }
+  // Four shards of 256-byte rows: their bands run row by row, a run of each
+  // shard in turn. Shards of 64, 80, 48 and 64 columns, whole lines each,
+  // are cut into bands of different rows, which run one by one.
+  for (Extents columns : {Extents{64, 64, 64, 64}, Extents{64, 80, 48, 64}}) {
+    ParamMap target = *buildSplitLayout("w", {8193, 256}, 1, columns);
     jobs.push_back({getFullTensorMap(target), target});
   }
   jobs.push_back({halves({128, 64, 128}, 1), halves({128, 64, 128}, 2)});
