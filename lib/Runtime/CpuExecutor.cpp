@@ -538,7 +538,7 @@ bool streamBandsRowByRow(llvm::ArrayRef<WorkItem> group, int64_t size) {
                      bytes / kLineBytes});
     next += bytes;
   }
-  if (next != start + bands.front().srcStride)
+  if (next - start != bands.front().srcStride)
     return false;
   streamRowsOfLines64Together(bands, rows);
   _mm_sfence(); // Streaming stores are weakly ordered.

@@ -177,19 +177,19 @@ TEST(CpuExecutor, StreamedCopiesWithUnalignedEdgesStayExact) {
 }
 
 TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
-  // Streamed runs shorter than 1 KiB that are whole lines starting on a
-  // line move with one 64-byte store per line where the processor has
-  // AVX-512, a block of rows in one loop, or row by row across the shards
-  // of a column split; others with 16-byte stores. Runs of 1 to 16 KiB go
-  // four at a time, a line of each in turn, when they are whole lines and
-  // their targets 32-byte aligned; other runs, and the last runs of a copy,
-  // one at a time. Row counts that are not a multiple of
-  // four, runs of 256 and 272 bytes, of 4 KiB, 1 KiB and 1056 bytes (the
-  // odd ones not whole lines), blocks of rows in a third dimension (a
-  // reshard from a split of dimension 1 to one of dimension 2), target rows
-  // of which only every fourth starts on a line (a reshard from shards of
-  // 64 and 72 columns to two of 68), and targets at 0, 16 and 32 bytes past
-  // a line cover every way.
+  // Streamed runs shorter than 1 KiB that are whole lines starting on a line
+  // move with one 64-byte store per line where the processor has AVX-512, a
+  // block of rows in one loop, or row by row across the shards of a column
+  // split; others with 16-byte stores. Runs of 1 to 16 KiB go four at a time,
+  // a line of each in turn, when they are whole lines and their targets
+  // 32-byte aligned; other runs, and the last runs of a copy, one at a time.
+  // Row counts that are not a multiple of four, runs of 256 and 272 bytes, of
+  // 4 KiB, 1 KiB and 1056 bytes (the odd ones not whole lines), blocks of rows
+  // in a third dimension (a reshard from a split of dimension 1 to one of
+  // dimension 2), target rows of which only every fourth starts on a line (a
+  // reshard from shards of 64 and 72 columns to two of 68), and targets at 0,
+  // 16 and 32 bytes past a line cover every way, with four shards of 256-byte
+  // rows (below).
   auto halves = [](Extents shape, int64_t dim) {
     return *buildSplitLayout("w", shape, dim, {shape[dim] / 2, shape[dim] / 2});
   };
