@@ -189,7 +189,7 @@ TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
   // dimension 2), target rows of which only every fourth starts on a line (a
   // reshard from shards of 64 and 72 columns to two of 68), and targets at 0,
   // 16 and 32 bytes past a line cover every way, with four shards of 256-byte
-  // rows (below).
+  // rows (below); aligned targets also on two threads.
   auto halves = [](Extents shape, int64_t dim) {
     return *buildSplitLayout("w", shape, dim, {shape[dim] / 2, shape[dim] / 2});
   };
@@ -224,7 +224,8 @@ TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
     std::map<int64_t, Bytes> expected = referenceRun(plan, sources, 4);
     std::string name = formatList(to.logicalShape) + " from " +
                        std::to_string(from.worldSize) + " ranks";
-    for (uintptr_t offset : {0, 16, 32}) {
+    for (auto [offset, threads] :
+         {std::pair<uintptr_t, unsigned>{0, 1}, {16, 1}, {32, 1}, {0, 2}}) {
       std::map<int64_t, Bytes> storage;
       ProgramBuffers buffers;
       for (auto &[rank, data] : sources)
@@ -235,12 +236,14 @@ TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
         buffers.targets[rank] =
             storage[rank].data() + (64 - base % 64) % 64 + offset;
       }
-      executeOnCpu(program, buffers, DType::F32, 1);
+      executeOnCpu(program, buffers, DType::F32, threads,
+                   /*bytesPerThread=*/1);
       for (const auto &[rank, bytes] : expected) {
         const uint8_t *written =
             static_cast<const uint8_t *>(buffers.targets.at(rank));
         EXPECT_EQ(Bytes(written, written + bytes.size()), bytes)
-            << name << ", offset " << offset << ", rank " << rank;
+            << name << ", offset " << offset << ", threads " << threads
+            << ", rank " << rank;
       }
     }
   }
