@@ -38,6 +38,14 @@ struct WorkItem {
   bool streaming = false;
 };
 
+/// The offset, in elements, at which `item`'s band starts in `view`, a view
+/// of its copy or fill.
+int64_t getBandOffset(const WorkItem &item, const StridedView &view) {
+  return view.strides.empty()
+             ? view.offset
+             : view.offset + item.outerBegin * view.strides.front();
+}
+
 /// A cache line: the unit the caches and write-combining buffers move.
 constexpr int64_t kLineBytes = 64;
 
@@ -514,7 +522,7 @@ bool streamBandsRowByRow(llvm::ArrayRef<WorkItem> group, int64_t size) {
   // The first byte of the item's band of `view` in `buffer`.
   auto bandStart = [&](const WorkItem &item, const StridedView &view,
                        auto *buffer) {
-    return buffer + (view.offset + item.outerBegin * view.strides[0]) * size;
+    return buffer + getBandOffset(item, view) * size;
   };
   const char *start = bandStart(first, first.copy->source, first.source);
   const char *next = start;
@@ -621,8 +629,7 @@ void ucp::executeOnCpu(const CopyProgram &program,
   // Whole items largest first, so the tail of the schedule is made of small
   // items; then bands in source order.
   auto sourcePosition = [](const WorkItem &item) {
-    return item.copy->source.offset +
-           item.outerBegin * item.copy->source.strides.front();
+    return getBandOffset(item, item.copy->source);
   };
   llvm::stable_sort(items, [&](const WorkItem &a, const WorkItem &b) {
     if (a.banded != b.banded)
@@ -635,9 +642,8 @@ void ucp::executeOnCpu(const CopyProgram &program,
 
   auto run = [&](const WorkItem &item) {
     // The item's band of `view`, whose outermost dimension it narrows.
-    auto narrow = [&](llvm::ArrayRef<int64_t> shape, StridedView view) {
-      if (!shape.empty())
-        view.offset += item.outerBegin * view.strides.front();
+    auto narrow = [&](StridedView view) {
+      view.offset = getBandOffset(item, view);
       return view;
     };
     llvm::ArrayRef<int64_t> whole =
@@ -646,12 +652,12 @@ void ucp::executeOnCpu(const CopyProgram &program,
     if (!shape.empty())
       shape.front() = item.outerEnd - item.outerBegin;
     if (item.fill) {
-      runStrided(shape, nullptr, narrow(whole, item.fill->target), nullptr,
+      runStrided(shape, nullptr, narrow(item.fill->target), nullptr,
                  item.target, size, 1.0, type, false);
       return;
     }
-    StridedView source = narrow(whole, item.copy->source);
-    runStrided(shape, &source, narrow(whole, item.copy->target), item.source,
+    StridedView source = narrow(item.copy->source);
+    runStrided(shape, &source, narrow(item.copy->target), item.source,
                item.target, size, item.copy->factor, type, item.streaming);
 #if defined(__SSE2__)
     if (item.streaming)
