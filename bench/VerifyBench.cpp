@@ -6,7 +6,10 @@
 //  * the spec's reference method (visit every element of F and of every
 //    shard) on one of those parameters, in C++ -- a lower bound for the
 //    reference's Python;
-//  * the same piece structure at 8 x 28 and at 8192 x 28672 elements.
+//  * the same piece structure at 8 x 28 and at 8192 x 28672 elements;
+//  * one parameter of 10k to 1.28M one-element pieces scattered over 8
+//    ranks (the worst case of an index map), each size against the one
+//    half its size: an O(n log n) verifier stays near 2x per doubling.
 //
 //   ucp-verify-bench [--skip-walk]
 //
@@ -17,7 +20,9 @@
 #include "ucp/Analysis/MapVerifier.h"
 
 #include <chrono>
+#include <random>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 using namespace ucp;
@@ -84,6 +89,36 @@ int main(int argc, char **argv) {
     double large = timeBest(50, [&] { (void)verifyParamMap(c.large); });
     std::printf("  %-18s %8.2f us vs %8.2f us (ratio %.2f)\n", c.name,
                 small * 1e6, large * 1e6, large / small);
+  }
+
+  // Each shape of F: one-element pieces of a 1-D F are the worst case of
+  // the old sweep (every cut against every box); a 2-D F spreads them over
+  // rows.
+  int64_t maxPieces = std::getenv("UCP_BENCH_MAX_PIECES")
+                          ? std::atoll(std::getenv("UCP_BENCH_MAX_PIECES"))
+                          : 1280000;
+  for (int64_t columns : {int64_t(0), int64_t(100)}) {
+    std::printf("\nOne-element pieces scattered over 8 ranks, F of %s:\n",
+                columns ? "[n / 100, 100]" : "[n]");
+    std::printf("  %9s %12s %12s %10s\n", "pieces", "verify ms", "per piece",
+                "x previous");
+    double previous = 0;
+    for (int64_t pieces = 10000; pieces <= maxPieces; pieces *= 2) {
+      std::mt19937_64 rng(pieces);
+      Extents shape = columns ? Extents{pieces / columns, columns}
+                              : Extents{pieces};
+      ParamMap map = makeScatteredMap("w", shape, 8, rng);
+      VerifyReport report;
+      double seconds = timeBest(3, [&] { report = verifyParamMap(map); });
+      std::printf("  %9lld %12.1f %10.2f us", (long long)pieces,
+                  seconds * 1e3, seconds / pieces * 1e6);
+      if (previous > 0)
+        std::printf(" %10.2f", seconds / previous);
+      else
+        std::printf(" %10s", "-");
+      std::printf("%s\n", report.ok() ? "" : "  VIOLATIONS");
+      previous = seconds;
+    }
   }
   return 0;
 }

@@ -1,13 +1,31 @@
 //===- BoxSweep.cpp - Partition a buffer by overlapping boxes -------------===//
+//
+// Each level sorts the start and end of every active box along its
+// dimension and walks them in order, keeping the set of boxes spanning the
+// current slab up to date as boxes start and end. A level with k active
+// boxes costs O(k log k) plus the size of the sets it hands down, so that
+// the whole sweep costs O(n log n) plus the owners of the cells it visits:
+// never the product of the boxes and the cuts, which made a million
+// one-element pieces take hours.
+//
+//===----------------------------------------------------------------------===//
 
 #include "ucp/Analysis/BoxSweep.h"
 
 #include <algorithm>
+#include <tuple>
 
 using namespace ucp;
 using llvm::ArrayRef;
 
 namespace {
+
+/// A box starting (`starts`) or ending at `position` along a dimension.
+struct Event {
+  int64_t position;
+  unsigned box;
+  bool starts;
+};
 
 class Sweep {
 public:
@@ -18,16 +36,17 @@ public:
   }
 
   /// Splits dimension `dim` of the current cell among the `active` boxes
-  /// (those covering the cell's extent in every dimension before `dim`).
+  /// (those covering the cell's extent in every dimension before `dim`,
+  /// ascending).
   void run(size_t dim, ArrayRef<unsigned> active);
 
   int64_t cells = 0;
 
 private:
-  void visit(size_t dim, int64_t lo, int64_t hi, ArrayRef<unsigned> active) {
+  void visit(size_t dim, int64_t lo, int64_t hi, ArrayRef<unsigned> owners) {
     cell.lo[dim] = lo;
     cell.hi[dim] = hi;
-    run(dim + 1, active);
+    run(dim + 1, owners);
   }
 
   ArrayRef<Box> boxes;
@@ -50,36 +69,42 @@ void Sweep::run(size_t dim, ArrayRef<unsigned> active) {
     return;
   }
 
-  llvm::SmallVector<int64_t, 16> cuts = {0, extents[dim]};
+  std::vector<Event> events;
+  events.reserve(2 * active.size());
   for (unsigned i : active) {
-    cuts.push_back(boxes[i].lo[dim]);
-    cuts.push_back(boxes[i].hi[dim]);
+    events.push_back({boxes[i].lo[dim], i, true});
+    events.push_back({boxes[i].hi[dim], i, false});
   }
-  llvm::sort(cuts);
-  cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+  llvm::sort(events, [](const Event &a, const Event &b) {
+    return std::tie(a.position, a.box) < std::tie(b.position, b.box);
+  });
 
-  // Walk the slabs, merging neighbours spanned by the same boxes.
-  llvm::SmallVector<unsigned, 8> run, slab;
-  int64_t runStart = 0;
-  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
-    int64_t lo = cuts[k], hi = cuts[k + 1];
-    slab.clear();
-    for (unsigned i : active) {
-      if (boxes[i].lo[dim] <= lo && boxes[i].hi[dim] >= hi)
-        slab.push_back(i);
+  // The owners of the slab starting at `slabStart`, ascending. Every event
+  // changes them (boxes are non-empty), so slabs between events never need
+  // merging. The boxes starting and ending at one position are applied
+  // together, by merging sorted lists: one at a time, a million boxes
+  // starting at 0 would cost a million insertions into the middle.
+  llvm::SmallVector<unsigned, 8> owners, next, starting, ending;
+  int64_t slabStart = 0;
+  for (size_t e = 0; e < events.size();) {
+    int64_t position = events[e].position;
+    if (position > slabStart) {
+      visit(dim, slabStart, position, owners);
+      slabStart = position;
     }
-    if (k == 0) {
-      run = slab;
-      continue;
-    }
-    if (slab == run)
-      continue;
-    visit(dim, runStart, lo, run);
-    runStart = lo;
-    run = slab;
+    starting.clear();
+    ending.clear();
+    for (; e < events.size() && events[e].position == position; ++e)
+      (events[e].starts ? starting : ending).push_back(events[e].box);
+    next.clear();
+    std::set_difference(owners.begin(), owners.end(), ending.begin(),
+                        ending.end(), std::back_inserter(next));
+    owners.clear();
+    std::merge(next.begin(), next.end(), starting.begin(), starting.end(),
+               std::back_inserter(owners));
   }
-  if (cuts.size() > 1)
-    visit(dim, runStart, cuts.back(), run);
+  if (slabStart < extents[dim])
+    visit(dim, slabStart, extents[dim], {});
 }
 
 int64_t ucp::sweepBoxes(ArrayRef<Box> boxes, ArrayRef<int64_t> extents,

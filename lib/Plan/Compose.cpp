@@ -37,9 +37,11 @@ public:
       : shard(shard), sources(sources), policy(policy), sent(sent) {}
 
   /// Plans the target piece covering `box` of F (its first rows up to
-  /// `validRows` along dimension 0 have a source; the rest is filled).
+  /// `validRows` along dimension 0 have a source; the rest is filled);
+  /// `candidates` (ascending) index the sources that may meet it.
   void planPiece(const Piece &piece, const Box &box,
-                 std::optional<int64_t> validRows);
+                 std::optional<int64_t> validRows,
+                 ArrayRef<unsigned> candidates);
 
   /// Folds what was planned and appends it to `plan`.
   void finish(TransferPlan &plan);
@@ -57,6 +59,33 @@ private:
   LabelTable labels;
   std::vector<FoldBlock> copies, fills;
 };
+
+/// Returns, for each of `pieces` (boxes of F of `shape`), the indices of the
+/// `sources` it meets, ascending. One sweep over both sets finds every
+/// meeting at once: testing each pair would cost the product of the two
+/// counts, a second for a few thousand ranks.
+std::vector<llvm::SmallVector<unsigned, 4>>
+findMeetingSources(ArrayRef<SourceBlock> sources, ArrayRef<Box> pieces,
+                   ArrayRef<int64_t> shape) {
+  std::vector<Box> boxes;
+  boxes.reserve(sources.size() + pieces.size());
+  for (const SourceBlock &source : sources)
+    boxes.push_back(source.box);
+  boxes.insert(boxes.end(), pieces.begin(), pieces.end());
+  unsigned firstPiece = sources.size();
+  std::vector<llvm::SmallVector<unsigned, 4>> meeting(pieces.size());
+  sweepBoxes(boxes, shape, [&](const Box &, ArrayRef<unsigned> owners) {
+    // Owners ascend: the sources come first.
+    auto piecesBegin = llvm::lower_bound(owners, firstPiece);
+    for (auto piece = piecesBegin; piece != owners.end(); ++piece)
+      meeting[*piece - firstPiece].append(owners.begin(), piecesBegin);
+  });
+  for (llvm::SmallVector<unsigned, 4> &list : meeting) {
+    llvm::sort(list);
+    list.erase(std::unique(list.begin(), list.end()), list.end());
+  }
+  return meeting;
+}
 
 } // namespace
 
@@ -138,7 +167,8 @@ void TargetShardPlanner::addFill(const Piece &piece, const Box &pieceBox,
 }
 
 void TargetShardPlanner::planPiece(const Piece &piece, const Box &box,
-                                   std::optional<int64_t> validRows) {
+                                   std::optional<int64_t> validRows,
+                                   ArrayRef<unsigned> candidates) {
   Box copyBox = box;
   if (validRows && !box.lo.empty() && box.hi[0] > *validRows) {
     Box padding = box;
@@ -152,7 +182,8 @@ void TargetShardPlanner::planPiece(const Piece &piece, const Box &box,
   // Sweep the sources over the piece, in coordinates relative to it.
   std::vector<Box> relative;
   std::vector<const SourceBlock *> owners;
-  for (const SourceBlock &source : sources) {
+  for (unsigned candidate : candidates) {
+    const SourceBlock &source = sources[candidate];
     Box clipped = copyBox;
     bool meets = true;
     for (size_t d = 0; d < clipped.lo.size(); ++d) {
@@ -279,12 +310,20 @@ llvm::Expected<TransferPlan> ucp::composeMaps(const ParamMap &source,
         sources.push_back({box, shard.rank, piece.dest, piece.scale});
     }
   }
+  std::vector<Box> targetBoxes;
+  for (const Shard &shard : canonicalTarget->shards)
+    for (const Piece &piece : shard.pieces)
+      targetBoxes.push_back(getCanonicalPieceBox(piece, target.logicalShape));
+  std::vector<llvm::SmallVector<unsigned, 4>> meeting =
+      findMeetingSources(sources, targetBoxes, target.logicalShape);
+  size_t next = 0;
   for (const Shard &shard : canonicalTarget->shards) {
     plan.targetShards[shard.rank] = shard.shape;
     TargetShardPlanner planner(shard, sources, policy, sent);
-    for (const Piece &piece : shard.pieces)
-      planner.planPiece(piece, getCanonicalPieceBox(piece, target.logicalShape),
-                        validRows);
+    for (const Piece &piece : shard.pieces) {
+      planner.planPiece(piece, targetBoxes[next], validRows, meeting[next]);
+      ++next;
+    }
     planner.finish(plan);
   }
   auto byTarget = [](const auto &a, const auto &b) {

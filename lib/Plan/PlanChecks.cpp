@@ -4,6 +4,7 @@
 #include "ucp/Plan/TransferPlan.h"
 
 #include <cmath>
+#include <tuple>
 
 using namespace ucp;
 using llvm::ArrayRef;
@@ -31,27 +32,22 @@ std::string ucp::checkFill(const Fill &fill, ArrayRef<int64_t> targetShard) {
                       "target", "the target shard"}});
 }
 
-std::string ucp::checkTargetTiling(const TransferPlan &plan, int64_t rank) {
-  auto shardIt = plan.targetShards.find(rank);
-  if (shardIt == plan.targetShards.end())
-    return "target rank " + std::to_string(rank) + " has no shard";
-  ArrayRef<int64_t> shape = shardIt->second;
-
-  // Boxes of every write, named for diagnostics.
+/// Checks that `writes` (named for diagnostics) write every element of
+/// target rank `rank`'s shard of `shape` exactly once.
+static std::string
+checkShardTiling(int64_t rank, ArrayRef<int64_t> shape,
+                 ArrayRef<std::tuple<ArrayRef<int64_t>, const StridedView *,
+                                     std::string>>
+                     writes) {
   llvm::SmallVector<Box> boxes;
-  std::vector<std::string> writers;
-  auto add = [&](ArrayRef<int64_t> writeShape, const StridedView &view,
-                 const std::string &name) {
-    decomposeView(writeShape, view, shape, Repeats::Keep, boxes);
-    writers.resize(boxes.size(), name);
-  };
-  for (auto [i, segment] : llvm::enumerate(plan.segments))
-    if (segment.targetRank == rank)
-      add(segment.shape, segment.target, "copy #" + std::to_string(i));
-  for (auto [i, fill] : llvm::enumerate(plan.fills))
-    if (fill.rank == rank)
-      add(fill.shape, fill.target, "fill #" + std::to_string(i));
-
+  std::vector<const std::string *> writers;
+  for (const auto &[writeShape, view, name] : writes) {
+    if (!decomposeView(writeShape, *view, shape, Repeats::Keep, boxes))
+      return "target rank " + std::to_string(rank) + ": " + name +
+             " is too irregular to check (its view needs more than " +
+             std::to_string(kMaxBoxesPerView) + " boxes)";
+    writers.resize(boxes.size(), &name);
+  }
   std::string error;
   sweepBoxes(boxes, shape, [&](const Box &cell, ArrayRef<unsigned> owners) {
     if (!error.empty() || owners.size() == 1)
@@ -61,8 +57,33 @@ std::string ucp::checkTargetTiling(const TransferPlan &plan, int64_t rank) {
     if (owners.empty())
       error += "written by no copy or fill";
     else
-      error += "written by both " + writers[owners[0]] + " and " +
-               writers[owners[1]];
+      error += "written by both " + *writers[owners[0]] + " and " +
+               *writers[owners[1]];
   });
   return error;
+}
+
+std::optional<std::pair<int64_t, std::string>>
+ucp::checkPlanTiling(const TransferPlan &plan) {
+  // Every target shard's writes, gathered in one pass over the plan.
+  using Write = std::tuple<ArrayRef<int64_t>, const StridedView *, std::string>;
+  std::map<int64_t, std::vector<Write>> writesOfRank;
+  for (const auto &[rank, shape] : plan.targetShards)
+    writesOfRank[rank];
+  for (auto [i, segment] : llvm::enumerate(plan.segments))
+    writesOfRank[segment.targetRank].emplace_back(
+        segment.shape, &segment.target, "copy #" + std::to_string(i));
+  for (auto [i, fill] : llvm::enumerate(plan.fills))
+    writesOfRank[fill.rank].emplace_back(fill.shape, &fill.target,
+                                         "fill #" + std::to_string(i));
+  for (const auto &[rank, writes] : writesOfRank) {
+    auto shape = plan.targetShards.find(rank);
+    if (shape == plan.targetShards.end())
+      return std::pair(rank, "target rank " + std::to_string(rank) +
+                                 " has no shard");
+    if (std::string error = checkShardTiling(rank, shape->second, writes);
+        !error.empty())
+      return std::pair(rank, std::move(error));
+  }
+  return std::nullopt;
 }

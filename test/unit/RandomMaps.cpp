@@ -271,6 +271,35 @@ ParamMap ucp::testing::makeReplicatedMap(llvm::StringRef name,
   return map;
 }
 
+ParamMap ucp::testing::makeScatteredMap(llvm::StringRef name,
+                                        llvm::ArrayRef<int64_t> shape,
+                                        int64_t world, std::mt19937_64 &rng) {
+  ParamMap map;
+  map.name = name.str();
+  map.logicalShape.assign(shape.begin(), shape.end());
+  map.worldSize = world;
+  int64_t elements = getNumElements(shape).value_or(0);
+  std::vector<std::vector<int64_t>> held(world);
+  std::uniform_int_distribution<int64_t> pick(0, world - 1);
+  for (int64_t e = 0; e < elements; ++e)
+    held[pick(rng)].push_back(e);
+  Extents ones(shape.size(), 1);
+  for (int64_t r = 0; r < world; ++r) {
+    std::shuffle(held[r].begin(), held[r].end(), rng);
+    Shard &shard = map.shards.emplace_back();
+    shard.rank = r;
+    shard.shape = {static_cast<int64_t>(held[r].size())};
+    shard.pieces.reserve(held[r].size());
+    for (auto [k, offset] : llvm::enumerate(held[r]))
+      shard.pieces.push_back({ones,
+                              {offset, getRowMajorStrides(shape)},
+                              {static_cast<int64_t>(k), Extents(shape.size(), 1)},
+                              {r},
+                              1.0});
+  }
+  return map;
+}
+
 ParamMap ucp::testing::makeBigcodeMap(llvm::StringRef name, int64_t qRows,
                                       int64_t kvRows, int64_t cols,
                                       int64_t world) {

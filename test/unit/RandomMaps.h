@@ -48,6 +48,13 @@ ParamMap makeSplitMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
 ParamMap makeReplicatedMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
                            int64_t world, double scale = 1.0);
 
+/// Returns a map of `shape` made of one-element pieces: every element of F
+/// sits on one rank drawn at random from `world`, and each rank holds its
+/// elements in a random order (a 1-D shard). The worst case of an index
+/// map: as many pieces as elements.
+ParamMap makeScatteredMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                          int64_t world, std::mt19937_64 &rng);
+
 /// Returns bigcode's fused QKV map: q rows `[0, qRows)` split among the
 /// ranks, the kv rows after them replicated on every rank.
 ParamMap makeBigcodeMap(llvm::StringRef name, int64_t qRows, int64_t kvRows,

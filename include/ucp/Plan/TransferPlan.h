@@ -88,10 +88,12 @@ std::string checkSegment(const Segment &segment,
 /// Checks a fill's view against its shard's shape.
 std::string checkFill(const Fill &fill, llvm::ArrayRef<int64_t> targetShard);
 
-/// Checks that the copies and fills of target rank `rank` write every
-/// element of its shard exactly once; returns a diagnostic naming the first
-/// element written twice or never.
-std::string checkTargetTiling(const TransferPlan &plan, int64_t rank);
+/// Checks that the copies and fills of every target rank write every
+/// element of its shard exactly once. Returns nothing when they do, else
+/// the lowest failing rank and a diagnostic naming the first element it
+/// writes twice or never. Costs O(n log n) in the writes of the whole plan.
+std::optional<std::pair<int64_t, std::string>>
+checkPlanTiling(const TransferPlan &plan);
 
 } // namespace ucp
 

@@ -56,20 +56,28 @@ PlanOp ucp::buildPlanOp(OpBuilder &builder, Location loc,
   Block *body = builder.createBlock(&planOp.getBody());
   for (const auto &[rank, shape] : plan.sourceShards)
     builder.create<SourceShardOp>(loc, rank, shape);
+  // Each target shard's writes, gathered in one pass: looking them up per
+  // shard would cost the shards times the writes.
+  std::map<int64_t, std::pair<std::vector<const Segment *>,
+                              std::vector<const Fill *>>>
+      writesOfRank;
+  for (const Segment &segment : plan.segments)
+    writesOfRank[segment.targetRank].first.push_back(&segment);
+  for (const Fill &fill : plan.fills)
+    writesOfRank[fill.rank].second.push_back(&fill);
   for (const auto &[rank, shape] : plan.targetShards) {
     builder.setInsertionPointToEnd(body);
     auto target = builder.create<TargetShardOp>(loc, rank, shape);
     builder.createBlock(&target.getBody());
-    for (const Segment &segment : plan.segments)
-      if (segment.targetRank == rank)
-        builder.create<CopyOp>(loc, segment.shape, segment.sourceRank,
-                               segment.source.offset, segment.source.strides,
-                               segment.target.offset, segment.target.strides,
-                               llvm::APFloat(segment.scale));
-    for (const Fill &fill : plan.fills)
-      if (fill.rank == rank)
-        builder.create<FillOp>(loc, fill.shape, fill.target.offset,
-                               fill.target.strides);
+    const auto &[segments, fills] = writesOfRank[rank];
+    for (const Segment *segment : segments)
+      builder.create<CopyOp>(loc, segment->shape, segment->sourceRank,
+                             segment->source.offset, segment->source.strides,
+                             segment->target.offset, segment->target.strides,
+                             llvm::APFloat(segment->scale));
+    for (const Fill *fill : fills)
+      builder.create<FillOp>(loc, fill->shape, fill->target.offset,
+                             fill->target.strides);
   }
   return planOp;
 }

@@ -129,6 +129,28 @@ LogicalResult PlanOp::verifyRegions() {
       return diag;
     }
   }
+
+  // Copies against the shards they read: checked here, where every source
+  // shard is known, rather than by each copy searching the plan for its
+  // source (the copies times the ranks).
+  for (TargetShardOp target : getTargetShards())
+    for (CopyOp copy : target.getBody().front().getOps<CopyOp>()) {
+      auto source = sources.find(copy.getSourceRank());
+      if (source == sources.end())
+        return copy.emitOpError("reads from source rank ")
+               << copy.getSourceRank() << ", which declares no shard";
+      std::string error =
+          checkSegment(toSegment(copy),
+                       cast<SourceShardOp>(source->second).getShardShape(),
+                       target.getShardShape());
+      if (!error.empty())
+        return copy.emitOpError(error);
+    }
+
+  // Tiling of every target shard, from one conversion of the plan.
+  if (std::optional<std::pair<int64_t, std::string>> error =
+          checkPlanTiling(toTransferPlan(*this)))
+    return targets.lookup(error->first)->emitOpError(error->second);
   return success();
 }
 
@@ -158,35 +180,9 @@ LogicalResult TargetShardOp::verify() {
   return success();
 }
 
-LogicalResult TargetShardOp::verifyRegions() {
-  TransferPlan plan = toTransferPlan((*this)->getParentOfType<PlanOp>());
-  std::string error = checkTargetTiling(plan, getRank());
-  if (!error.empty())
-    return emitOpError(error);
-  return success();
-}
-
 //===----------------------------------------------------------------------===//
-// CopyOp, FillOp
+// FillOp
 //===----------------------------------------------------------------------===//
-
-LogicalResult CopyOp::verify() {
-  auto target = (*this)->getParentOfType<TargetShardOp>();
-  auto plan = target->getParentOfType<PlanOp>();
-  std::optional<SourceShardOp> source;
-  for (SourceShardOp candidate : plan.getSourceShards())
-    if (candidate.getRank() == getSourceRank())
-      source = candidate;
-  if (!source)
-    return emitOpError("reads from source rank ")
-           << getSourceRank() << ", which declares no shard";
-  Segment segment = toSegment(*this);
-  std::string error =
-      checkSegment(segment, source->getShardShape(), target.getShardShape());
-  if (!error.empty())
-    return emitOpError(error);
-  return success();
-}
 
 LogicalResult FillOp::verify() {
   auto target = (*this)->getParentOfType<TargetShardOp>();

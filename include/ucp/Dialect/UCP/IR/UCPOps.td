@@ -213,7 +213,8 @@ def UCP_TargetShardOp : UCP_Op<"target_shard", [
   let summary = "the writes that fill one target rank's shard";
   let description = [{
     Target rank `rank`'s shard of `shape` and the `ucp.copy` and `ucp.fill`
-    ops that write it. Together they write every element exactly once.
+    ops that write it. Together they write every element exactly once (the
+    plan's region verifier checks it for all its target shards at once).
   }];
   let arguments = (ins I64Attr:$rank, DenseI64ArrayAttr:$shard_shape);
   let regions = (region SizedRegion<1>:$body);
@@ -221,7 +222,6 @@ def UCP_TargetShardOp : UCP_Op<"target_shard", [
     `rank` $rank `shape` $shard_shape attr-dict-with-keyword $body
   }];
   let hasVerifier = 1;
-  let hasRegionVerifier = 1;
 }
 
 def UCP_CopyOp : UCP_Op<"copy", [HasParent<"TargetShardOp">]> {
@@ -249,7 +249,8 @@ def UCP_CopyOp : UCP_Op<"copy", [HasParent<"TargetShardOp">]> {
     $shape `from` $source_rank `at` $src_offset $src_strides
     `to` $dst_offset $dst_strides (`scale` $scale^)? attr-dict
   }];
-  let hasVerifier = 1;
+  // Checked by the plan's region verifier, which knows every source shard:
+  // a copy looking its source up would cost the plan's ranks per copy.
 }
 
 def UCP_FillOp : UCP_Op<"fill", [HasParent<"TargetShardOp">]> {
