@@ -41,6 +41,7 @@ public:
   void run(size_t dim, ArrayRef<unsigned> active);
 
   int64_t cells = 0;
+  int64_t boxVisits = 0;
 
 private:
   void visit(size_t dim, int64_t lo, int64_t hi, ArrayRef<unsigned> owners) {
@@ -69,6 +70,7 @@ void Sweep::run(size_t dim, ArrayRef<unsigned> active) {
     return;
   }
 
+  boxVisits += active.size();
   std::vector<Event> events;
   events.reserve(2 * active.size());
   for (unsigned i : active) {
@@ -108,7 +110,7 @@ void Sweep::run(size_t dim, ArrayRef<unsigned> active) {
 }
 
 int64_t ucp::sweepBoxes(ArrayRef<Box> boxes, ArrayRef<int64_t> extents,
-                        CellFn fn) {
+                        CellFn fn, int64_t *boxVisits) {
   if (llvm::is_contained(extents, 0))
     return 0;
   llvm::SmallVector<unsigned> all(boxes.size());
@@ -116,5 +118,7 @@ int64_t ucp::sweepBoxes(ArrayRef<Box> boxes, ArrayRef<int64_t> extents,
     all[i] = i;
   Sweep sweep(boxes, extents, fn);
   sweep.run(0, all);
+  if (boxVisits)
+    *boxVisits = sweep.boxVisits;
   return sweep.cells;
 }

@@ -79,3 +79,31 @@ TEST(BoxSweep, CellCountDependsOnArrangementNotSize) {
 }
 
 } // namespace
+
+/// Disjoint one-element boxes scattered over a buffer (the boxes of an
+/// index map with no two neighbours in one piece): each box is sorted into
+/// each level once, so the work is linear in the boxes, not their square.
+TEST(BoxSweep, DisjointBoxesAreVisitedOncePerLevel) {
+  std::mt19937_64 rng(11);
+  for (Extents extents : {Extents{20000}, Extents{200, 100}, Extents{20, 20, 50}}) {
+    int64_t elements = *getNumElements(extents);
+    std::vector<int64_t> offsets(elements);
+    for (int64_t e = 0; e < elements; ++e)
+      offsets[e] = e;
+    std::shuffle(offsets.begin(), offsets.end(), rng);
+    offsets.resize(elements / 2); // Holes between the boxes too.
+    std::vector<Box> boxes;
+    for (int64_t offset : offsets) {
+      Extents lo = unravelIndex(offset, extents), hi = lo;
+      for (int64_t &h : hi)
+        ++h;
+      boxes.push_back({lo, hi});
+    }
+    int64_t visits = 0;
+    int64_t cells =
+        sweepBoxes(boxes, extents, [](const Box &, auto) {}, &visits);
+    EXPECT_EQ(visits, static_cast<int64_t>(boxes.size() * extents.size()))
+        << formatList(extents);
+    EXPECT_GE(cells, static_cast<int64_t>(boxes.size()));
+  }
+}
