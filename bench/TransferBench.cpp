@@ -1,9 +1,9 @@
 //===- TransferBench.cpp - affine-run's cost per parameter ----------------===//
 //
 // Extracts N tiny parameters (a [4, 2] row split over 2 ranks each) from a
-// full-tensor file into shard files with runTransfer, the engine of
-// affine-run, for N from 1,000 to 64,000, and prints the time per
-// parameter. Large mixture-of-experts checkpoints hold tens of thousands of
+// full-tensor file into shard files as affine-run does (the reshard
+// pipeline, then runTransfer), for N from 1,000 to 64,000, and prints the
+// time per parameter. Large mixture-of-experts checkpoints hold tens of thousands of
 // tensors; a time per parameter that stays flat as N grows is linear
 // scaling, and the last line prints the ratio against N = 1,000 measured in
 // the same run.
@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "BenchTiming.h"
+#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/Safetensors.h"
 #include "ucp/Layout/SplitSizes.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
@@ -60,8 +61,13 @@ int main() {
     std::string out = path("shards-" + std::to_string(count));
     bool failed = false;
     double seconds = timeBest(3, [&] {
+      // What affine-run does: plan through the reshard pipeline, then run.
+      TransferSide target = getShardSide(maps, out);
+      llvm::Expected<TransferPrograms> programs =
+          planTransfers(source.maps, target.maps);
       llvm::Expected<TransferStats> stats =
-          runTransfer(source, getShardSide(maps, out), options);
+          programs ? runTransfer(source, target, *programs, options)
+                   : llvm::Expected<TransferStats>(programs.takeError());
       if (!stats) {
         std::fprintf(stderr, "ucp-transfer-bench: %s\n",
                      llvm::toString(stats.takeError()).c_str());

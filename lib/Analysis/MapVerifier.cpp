@@ -397,3 +397,40 @@ std::string ucp::describeViolation(const ParamMap &map, const Violation &v) {
   }
   return text;
 }
+
+llvm::Error ucp::checkParamMap(const ParamMap &map) {
+  auto refuse = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "parameter '" + map.name + "': " +
+                                       why.str());
+  };
+  if (std::string error = checkParamHeader(map.logicalShape, map.worldSize,
+                                           map.originalVocabSize);
+      !error.empty())
+    return refuse(error);
+  for (const Shard &shard : map.shards) {
+    if (std::string error =
+            checkShardHeader(shard.rank, shard.shape, map.worldSize);
+        !error.empty())
+      return refuse("rank " + std::to_string(shard.rank) + ": " + error);
+    for (auto [i, piece] : llvm::enumerate(shard.pieces))
+      if (std::string error = checkPiece(piece, map.logicalShape, shard.shape,
+                                         shard.rank, map.worldSize);
+          !error.empty())
+        return refuse("rank " + std::to_string(shard.rank) + " piece #" +
+                      std::to_string(i) + ": " + error);
+  }
+  VerifyReport report = verifyParamMap(map);
+  if (report.ok())
+    return llvm::Error::success();
+  std::string message = describeViolation(map, report.violations.front());
+  for (size_t i = 1;
+       i < std::min(report.violations.size(), kMaxListedViolations); ++i)
+    message += "\n  " + describeViolation(map, report.violations[i]);
+  if (report.violations.size() > kMaxListedViolations)
+    message += "\n  and " +
+               std::to_string(report.violations.size() -
+                              kMaxListedViolations) +
+               " more violations";
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+}

@@ -51,6 +51,11 @@ Box ucp::getCanonicalPieceBox(const Piece &piece,
 
 llvm::Expected<ParamMap> ucp::canonicalizeParamMap(const ParamMap &map) {
   ParamMap result = map;
+  // The data model keeps shards in ascending rank order; a map built or
+  // written otherwise is sorted here.
+  llvm::stable_sort(result.shards, [](const Shard &a, const Shard &b) {
+    return a.rank < b.rank;
+  });
   for (Shard &shard : result.shards) {
     LabelTable labels;
     std::vector<FoldBlock> blocks;

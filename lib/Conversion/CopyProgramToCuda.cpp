@@ -19,7 +19,6 @@ static const char *const kFloatBitsSource =
 /// The device code every module shares; `ucp_elem` and `ucp_scale` are
 /// defined per element type before it.
 static const char *const kKernelSource = R"cuda(
-#define UCP_MAX_RANK 8
 struct UcpCopy {
   long long begin;   /* first work unit of this copy in its launch */
   int rank;          /* dimensions, innermost last */
@@ -184,7 +183,7 @@ static int64_t emitTable(llvm::StringRef name, llvm::ArrayRef<TableRow> rows,
       shape = {1};
     auto list = [&](llvm::ArrayRef<int64_t> values, bool offsetIsVector) {
       os << "{";
-      for (size_t d = 0; d < 8; ++d) {
+      for (size_t d = 0; d < kMaxCopyRank; ++d) {
         int64_t v = d < values.size() ? values[d] : 0;
         if (vector && offsetIsVector)
           v = d + 1 == values.size() ? v : v / perUnit;
@@ -228,9 +227,41 @@ CudaGrid ucp::getLaunchGrid(int64_t units) {
   return grid;
 }
 
-CudaModule
+/// Refuses what the descriptors cannot hold exactly (see emitCuda).
+static llvm::Error checkProgram(llvm::StringRef name,
+                                const CopyProgram &program, DType type) {
+  auto refuse = [&](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "parameter '" + name + "': " + why.str());
+  };
+  for (const auto *buffers : {&program.sourceElements, &program.targetElements})
+    for (const auto &[rank, elements] : *buffers)
+      if (!getNumBytes({elements}, type))
+        return refuse("the buffer of rank " + std::to_string(rank) + " (" +
+                      std::to_string(elements) +
+                      " elements) holds more bytes than int64 can count");
+  auto tooDeep = [&](size_t rank) {
+    return refuse("a copy of " + std::to_string(rank) +
+                  " dimensions, more than the " +
+                  std::to_string(kMaxCopyRank) +
+                  " a kernel descriptor holds (lowerPlan splits them)");
+  };
+  for (const BufferPairCopies &pair : program.pairs)
+    for (const StridedCopy &copy : pair.copies)
+      if (copy.shape.size() > kMaxCopyRank)
+        return tooDeep(copy.shape.size());
+  for (const StridedFill &fill : program.fills)
+    if (fill.shape.size() > kMaxCopyRank)
+      return tooDeep(fill.shape.size());
+  return checkFactors(program, type, name);
+}
+
+llvm::Expected<CudaModule>
 ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
               DType type, CudaUnitIndex unitIndex) {
+  for (const auto &[name, program] : programs)
+    if (llvm::Error error = checkProgram(name, program, type))
+      return std::move(error);
   CudaModule module;
   llvm::raw_string_ostream os(module.source);
   int64_t size = getElementSize(type);
@@ -239,6 +270,7 @@ ucp::emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
      << getSafetensorsName(type) << ".\n";
   os << kFloatBitsSource << "\n";
   emitElementType(type, os);
+  os << "#define UCP_MAX_RANK " << kMaxCopyRank << "\n";
   os << kKernelSource;
   for (auto [index, entry] : llvm::enumerate(programs)) {
     const auto &[name, program] = entry;

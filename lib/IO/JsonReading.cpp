@@ -1,6 +1,7 @@
 //===- JsonReading.cpp - Typed reads from JSON with paths -----------------===//
 
 #include "JsonReading.h"
+#include "ucp/Support/NestingDepth.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -166,6 +167,11 @@ static Error checkUniqueKeys(StringRef text) {
 }
 
 Expected<json::Value> ucp::parseJson(StringRef text) {
+  // The parser recurses once per level: bound the levels first.
+  if (Error error = checkNestingDepth(text, TextSyntax::Json))
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "not valid JSON: " +
+                                       llvm::toString(std::move(error)));
   Expected<json::Value> root = json::parse(text);
   if (!root)
     return llvm::createStringError(llvm::inconvertibleErrorCode(),

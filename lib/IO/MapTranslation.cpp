@@ -9,8 +9,11 @@
 #include "ucp/IO/LegacyDocument.h"
 #include "ucp/IO/MapDocument.h"
 #include "ucp/IO/PlanDocument.h"
+#include "ucp/Support/InputFile.h"
+#include "ucp/Support/NestingDepth.h"
 
 #include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringSet.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
@@ -22,11 +25,10 @@
 using namespace mlir;
 using namespace ucp;
 
-/// Returns the plain maps of every `ucp.param` in `module`.
+/// Returns the plain maps of every `ucp.param` nested anywhere in `module`.
 static std::vector<ParamMap> collectMaps(ModuleOp module) {
   std::vector<ParamMap> maps;
-  for (ParamOp param : module.getOps<ParamOp>())
-    maps.push_back(toParamMap(param));
+  module->walk([&](ParamOp param) { maps.push_back(toParamMap(param)); });
   return maps;
 }
 
@@ -75,8 +77,12 @@ static OwningOpRef<ModuleOp> buildModule(llvm::ArrayRef<Item> items,
   builder.setInsertionPointToEnd(module->getBody());
   for (const Item &item : items) {
     llvm::Expected<ParamMap> map = lower(item);
-    if (!map) {
-      emitError(fileLoc) << llvm::toString(map.takeError());
+    // What a tool derives must be a valid map: an index map or metadata that
+    // leaves elements uncovered or claims them twice describes no layout.
+    llvm::Error error =
+        map ? checkParamMap(*map) : map.takeError();
+    if (error) {
+      emitError(fileLoc) << llvm::toString(std::move(error));
       return nullptr;
     }
     buildParamOp(builder, fileLoc, *map);
@@ -118,36 +124,84 @@ static OwningOpRef<ModuleOp> importLegacyDocument(llvm::StringRef text,
                      });
 }
 
-llvm::Expected<std::vector<ParamMap>> ucp::readMapFile(llvm::StringRef path,
-                                                       MLIRContext *context) {
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
-  if (!file)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "cannot read the map " + path.str() + ": " +
-                                       error);
-  if (path.ends_with(".json")) {
-    llvm::Expected<std::vector<ParamMap>> maps =
-        parseMapDocument(file->getBuffer());
-    if (!maps)
-      return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                     path.str() + ": " +
-                                         llvm::toString(maps.takeError()));
-    return maps;
-  }
+OwningOpRef<ModuleOp> ucp::parseMlirText(std::unique_ptr<llvm::MemoryBuffer> text,
+                                         MLIRContext *context) {
   context->loadDialect<UCPDialect>();
-  std::string diagnostics;
-  llvm::raw_string_ostream os(diagnostics);
+  Location fileLoc =
+      FileLineColLoc::get(context, text->getBufferIdentifier(), 0, 0);
+  if (llvm::Error error =
+          checkNestingDepth(text->getBuffer(), TextSyntax::Mlir)) {
+    emitError(fileLoc) << llvm::toString(std::move(error));
+    return nullptr;
+  }
   llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
-  SourceMgrDiagnosticHandler handler(sourceMgr, context, os);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, context);
+  sourceMgr.AddNewSourceBuffer(std::move(text), llvm::SMLoc());
+  return parseSourceFile<ModuleOp>(sourceMgr, context);
+}
+
+OwningOpRef<ModuleOp> ucp::readMapModule(llvm::StringRef path,
+                                         MLIRContext *context) {
+  context->loadDialect<UCPDialect>();
+  Location fileLoc = FileLineColLoc::get(context, path, 0, 0);
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file =
+      readInputFile(path);
+  if (!file) {
+    emitError(fileLoc) << "cannot read the map: "
+                       << llvm::toString(file.takeError());
+    return nullptr;
+  }
+  OwningOpRef<ModuleOp> module =
+      path.ends_with(".json")
+          ? importMapDocument((*file)->getBuffer(), path, context)
+          : parseMlirText(std::move(*file), context);
   if (!module)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), diagnostics);
-  return collectMaps(*module);
+    return nullptr;
+  // What is not a map must not pass for an empty one: every tensor would
+  // then be ignored.
+  bool plans = false;
+  size_t params = 0;
+  module->walk([&](Operation *op) {
+    plans |= isa<PlanOp>(op);
+    params += isa<ParamOp>(op);
+  });
+  if (plans) {
+    emitError(fileLoc) << path
+                       << " holds transfer plans (ucp.plan), not parameter "
+                          "maps (ucp.param)";
+    return nullptr;
+  }
+  if (params == 0) {
+    emitError(fileLoc) << path << " describes no parameters";
+    return nullptr;
+  }
+  return module;
+}
+
+/// Returns the plain plans of every `ucp.plan` nested anywhere in `module`.
+static std::vector<TransferPlan> collectPlans(ModuleOp module) {
+  std::vector<TransferPlan> plans;
+  module->walk([&](PlanOp plan) { plans.push_back(toTransferPlan(plan)); });
+  return plans;
+}
+
+/// Refuses two ops named alike (from nested modules): a document keys its
+/// entries by name, and would hold one of them twice.
+template <typename OpT> static LogicalResult checkUniqueNames(ModuleOp module) {
+  llvm::StringSet<> names;
+  WalkResult result = module->walk([&](OpT op) {
+    if (names.insert(op.getSymName()).second)
+      return WalkResult::advance();
+    op.emitError("'") << op.getSymName()
+                      << "' appears twice in the module; a document keys "
+                         "each name once";
+    return WalkResult::interrupt();
+  });
+  return failure(result.wasInterrupted());
 }
 
 LogicalResult ucp::exportMapDocument(ModuleOp module, llvm::raw_ostream &os) {
+  if (failed(checkUniqueNames<ParamOp>(module)))
+    return failure();
   writeMapDocument(collectMaps(module), os);
   return success();
 }
@@ -236,9 +290,7 @@ static void printPlanSummary(llvm::ArrayRef<TransferPlan> plans,
 /// Summarises the maps and the plans of `module`.
 static LogicalResult printSummary(ModuleOp module, llvm::raw_ostream &os) {
   std::vector<ParamMap> maps = collectMaps(module);
-  std::vector<TransferPlan> plans;
-  for (PlanOp plan : module.getOps<PlanOp>())
-    plans.push_back(toTransferPlan(plan));
+  std::vector<TransferPlan> plans = collectPlans(module);
   if (!maps.empty() || plans.empty())
     printMapSummary(maps, os);
   if (!plans.empty())
@@ -290,10 +342,9 @@ void ucp::registerMapTranslations() {
       "export-plan-json",
       "export ucp transfer plans as a JSON plan document (DESIGN.md §5)",
       [](Operation *op, llvm::raw_ostream &os) {
-        std::vector<TransferPlan> plans;
-        for (PlanOp plan : cast<ModuleOp>(op).getOps<PlanOp>())
-          plans.push_back(toTransferPlan(plan));
-        writePlanDocument(plans, os);
+        if (failed(checkUniqueNames<PlanOp>(cast<ModuleOp>(op))))
+          return failure();
+        writePlanDocument(collectPlans(cast<ModuleOp>(op)), os);
         return success();
       },
       registerDialects);
@@ -313,23 +364,27 @@ void ucp::registerMapTranslations() {
           return mlir::emitError(op->getLoc())
                  << "unknown --cuda-dtype '" << cudaDType << "'";
         std::vector<std::pair<std::string, CopyProgram>> programs;
-        for (PlanOp plan : cast<ModuleOp>(op).getOps<PlanOp>()) {
+        WalkResult walked = op->walk([&](PlanOp plan) {
           CopyProgram program = lowerPlan(toTransferPlan(plan));
-          if (!isFloatingPoint(*type))
-            for (const BufferPairCopies &pair : program.pairs)
-              for (const StridedCopy &copy : pair.copies)
-                if (copy.factor != 1.0)
-                  return plan.emitError("plan scales by ")
-                         << formatScale(copy.factor) << ", which "
-                         << getSafetensorsName(*type)
-                         << " elements cannot take";
+          if (llvm::Error error = checkFactors(
+                  program, *type, plan.getSymName())) {
+            plan.emitError(llvm::toString(std::move(error)));
+            return WalkResult::interrupt();
+          }
           programs.emplace_back(plan.getSymName().str(), std::move(program));
-        }
+          return WalkResult::advance();
+        });
+        if (walked.wasInterrupted())
+          return failure();
         if (programs.empty())
           return mlir::emitError(op->getLoc())
                  << "no ucp.plan to emit; compose maps first with affine-opt "
                     "--ucp-compose";
-        os << emitCuda(programs, *type).source;
+        llvm::Expected<CudaModule> module = emitCuda(programs, *type);
+        if (!module)
+          return mlir::emitError(op->getLoc())
+                 << llvm::toString(module.takeError());
+        os << module->source;
         return success();
       },
       registerDialects);

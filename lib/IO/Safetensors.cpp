@@ -2,15 +2,17 @@
 
 #include "ucp/IO/Safetensors.h"
 #include "JsonReading.h"
+#include "ucp/Support/InputFile.h"
+#include "ucp/Support/OutputFile.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Signals.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cerrno>
 #include <cstring>
+#include <numeric>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <tuple>
@@ -65,13 +67,10 @@ static llvm::Error checkTiling(const SafetensorsReader &reader,
 
 Expected<std::unique_ptr<SafetensorsReader>>
 SafetensorsReader::open(llvm::StringRef path) {
-  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
-      llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                  /*RequiresNullTerminator=*/false,
-                                  /*IsVolatile=*/false,
-                                  llvm::Align(kCacheLineBytes));
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file = readInputFile(
+      path, {/*nullTerminated=*/false, llvm::Align(kCacheLineBytes)});
   if (!file)
-    return refuse(path, "cannot read: " + file.getError().message());
+    return file.takeError();
   auto reader = std::unique_ptr<SafetensorsReader>(new SafetensorsReader());
   reader->path = path.str();
   reader->buffer = std::move(*file);
@@ -180,22 +179,37 @@ SafetensorsWriter::create(llvm::StringRef path,
   // starts at a multiple of its element size; then by name. No gaps between
   // tensors: the reference safetensors library refuses them (and lays files
   // out by element size and name).
-  auto key = [](const TensorInfo &t) {
-    int64_t size = getElementSize(t.dtype);
-    int64_t bytes = getNumElements(t.shape).value_or(0) * size;
-    return std::make_tuple(bytes % kCacheLineBytes != 0, -size,
-                           llvm::StringRef(t.name));
+  // Every size is checked before anything is sized or mapped: a shape
+  // whose bytes overflow would otherwise size the file wrong and send the
+  // writes past its end.
+  std::vector<int64_t> bytesOf;
+  for (const TensorInfo &tensor : tensors) {
+    std::optional<int64_t> bytes = getNumBytes(tensor.shape, tensor.dtype);
+    if (!bytes)
+      return refuse(path, "tensor '" + tensor.name + "' of shape " +
+                              formatList(tensor.shape) + " and dtype " +
+                              getSafetensorsName(tensor.dtype) +
+                              " has more bytes than int64 can count");
+    bytesOf.push_back(*bytes);
+  }
+  std::vector<size_t> order(tensors.size());
+  std::iota(order.begin(), order.end(), 0);
+  auto key = [&](size_t i) {
+    return std::make_tuple(bytesOf[i] % kCacheLineBytes != 0,
+                           -getElementSize(tensors[i].dtype),
+                           llvm::StringRef(tensors[i].name));
   };
-  llvm::sort(tensors, [&](const TensorInfo &a, const TensorInfo &b) {
-    return key(a) < key(b);
-  });
+  llvm::sort(order, [&](size_t a, size_t b) { return key(a) < key(b); });
   int64_t offset = 0;
   json::Object header;
   header["__metadata__"] = json::Object{{"format", "pt"}};
-  for (TensorInfo &tensor : tensors) {
+  std::vector<TensorInfo> sorted;
+  sorted.reserve(tensors.size());
+  for (size_t i : order) {
+    TensorInfo &tensor = sorted.emplace_back(std::move(tensors[i]));
     tensor.begin = offset;
-    offset +=
-        getNumElements(tensor.shape).value_or(0) * getElementSize(tensor.dtype);
+    if (llvm::AddOverflow(offset, bytesOf[i], offset))
+      return refuse(path, "the tensors hold more bytes than int64 can count");
     tensor.end = offset;
     header[tensor.name] = json::Object{
         {"dtype", getSafetensorsName(tensor.dtype)},
@@ -203,6 +217,7 @@ SafetensorsWriter::create(llvm::StringRef path,
         {"data_offsets", json::Array{tensor.begin, tensor.end}},
     };
   }
+  tensors = std::move(sorted);
   std::string text;
   llvm::raw_string_ostream os(text);
   os << json::Value(std::move(header));
@@ -216,17 +231,18 @@ SafetensorsWriter::create(llvm::StringRef path,
   for (auto [i, tensor] : llvm::enumerate(writer->tensors))
     writer->indexByName[tensor.name] = i;
 
-  llvm::SmallString<256> temporary;
-  int fd;
-  if (std::error_code ec =
-          fs::createUniqueFile(path + ".tmp-%%%%%%", fd, temporary))
-    return refuse(path, "cannot create a temporary file: " + ec.message());
-  writer->temporaryPath = temporary.str().str();
-  // An interrupted run (Ctrl-C, a batch system's SIGTERM) leaves nothing
-  // behind either.
-  llvm::sys::RemoveFileOnSignal(writer->temporaryPath);
-  fs::file_t file = fs::convertFDToNativeFile(fd);
-  uint64_t size = writer->dataStart + offset;
+  int64_t size;
+  if (llvm::AddOverflow(writer->dataStart, offset, size))
+    return refuse(path, "the file would hold more bytes than int64 can count");
+  // Written under a temporary name, mapped at full size.
+  llvm::Expected<std::unique_ptr<OutputFile>> output = OutputFile::create(path);
+  if (!output)
+    return output.takeError();
+  if ((*output)->isStandardOutput())
+    return refuse(path, "a safetensors file is written through a mapping, "
+                        "so it needs a file, not standard output");
+  writer->output = std::move(*output);
+  int fd = writer->output->getDescriptor();
   std::string failed;
   std::error_code ec = fs::resize_file(fd, size);
   if (ec)
@@ -235,11 +251,11 @@ SafetensorsWriter::create(llvm::StringRef path,
     failed = "cannot reserve " + std::to_string(size) + " bytes for the output";
   if (!ec) {
     writer->region = std::make_unique<fs::mapped_file_region>(
-        file, fs::mapped_file_region::readwrite, size, 0, ec);
+        fs::convertFDToNativeFile(fd), fs::mapped_file_region::readwrite,
+        size, 0, ec);
     if (ec)
       failed = "cannot map the output";
   }
-  ::close(fd);
   if (ec)
     return refuse(path, failed + ": " + ec.message());
   char *base = writer->region->data();
@@ -251,11 +267,8 @@ SafetensorsWriter::create(llvm::StringRef path,
 }
 
 SafetensorsWriter::~SafetensorsWriter() {
+  // Unmapped before the output, uncommitted, removes its file.
   region.reset();
-  if (!committed && !temporaryPath.empty()) {
-    fs::remove(temporaryPath);
-    llvm::sys::DontRemoveFileOnSignal(temporaryPath);
-  }
 }
 
 char *SafetensorsWriter::getData(llvm::StringRef name) {
@@ -278,10 +291,5 @@ llvm::Error SafetensorsWriter::flush(bool durable) {
 llvm::Error SafetensorsWriter::commit() {
   if (llvm::Error error = flush(/*durable=*/false))
     return error;
-  if (std::error_code ec = fs::rename(temporaryPath, path))
-    return refuse(path, "cannot rename the finished file into place: " +
-                            ec.message());
-  committed = true;
-  llvm::sys::DontRemoveFileOnSignal(temporaryPath);
-  return llvm::Error::success();
+  return output->commit();
 }

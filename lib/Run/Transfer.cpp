@@ -1,9 +1,7 @@
 //===- Transfer.cpp - Moving tensors between shard files ------------------===//
 
 #include "ucp/Run/Transfer.h"
-#include "ucp/Analysis/MapVerifier.h"
 #include "ucp/IO/Safetensors.h"
-#include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
 #include "ucp/Runtime/CpuExecutor.h"
 #include "ucp/Runtime/CudaExecutor.h"
@@ -14,6 +12,7 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
+#include <cmath>
 #include <fcntl.h>
 #include <set>
 #include <unistd.h>
@@ -82,32 +81,6 @@ static std::string getParentFolder(llvm::StringRef path) {
   return parent.empty() ? "." : parent.str();
 }
 
-/// Refuses maps that break coverage (P1), homogeneity (P5) or shard tiling,
-/// as affine-opt --ucp-verify does: executed, an element no piece holds
-/// would come out as zeros and two pieces that disagree would each write
-/// it, silently either way. (A view too irregular for the geometric
-/// verifier is refused too: walking the elements instead would take memory
-/// in proportion to F, which a run never does.)
-static llvm::Error verifyMaps(llvm::ArrayRef<ParamMap> maps,
-                              llvm::StringRef role) {
-  const size_t kShown = 10;
-  std::vector<std::string> shown;
-  size_t violations = 0;
-  for (const ParamMap &map : maps)
-    for (const Violation &violation : verifyParamMap(map).violations)
-      if (++violations <= kShown)
-        shown.push_back(describeViolation(map, violation));
-  if (shown.empty())
-    return llvm::Error::success();
-  std::string message = "the " + role.str() + " map is not valid:";
-  for (const std::string &line : shown)
-    message += "\n  " + line;
-  if (violations > kShown)
-    message += "\n  and " + std::to_string(violations - kShown) +
-               " more violations (affine-opt MAP --ucp-verify lists them all)";
-  return refuse(message);
-}
-
 /// "DIR holds rank_4.safetensors and rank_5.safetensors, beyond the 4
 /// ranks of the source map", for a side with stray files.
 static std::string describeStrayFiles(const TransferSide &side,
@@ -144,43 +117,106 @@ static bool isSameShapeOrFlat(llvm::ArrayRef<int64_t> a,
          squeezedB.size() <= 1;
 }
 
+llvm::Error ucp::checkScalesFit(const ParamMap &map, DType type,
+                                int scalePower) {
+  for (const Shard &shard : map.shards)
+    for (auto [i, piece] : llvm::enumerate(shard.pieces)) {
+      if (piece.scale == 1.0)
+        continue;
+      double applied = std::pow(piece.scale, scalePower);
+      if (isRepresentableFactor(type, applied) &&
+          isRepresentableFactor(type, 1.0 / applied))
+        continue;
+      std::string power =
+          scalePower == 1 ? "" : " (to the power " + std::to_string(scalePower) + ")";
+      return refuse(
+          "parameter '" + map.name + "': rank " + std::to_string(shard.rank) +
+          " piece #" + std::to_string(i) + " has scale " +
+          formatScale(piece.scale) + power + ", but " +
+          getSafetensorsName(type) +
+          (isFloatingPoint(type)
+               ? " elements take factors of magnitude " +
+                     describeFactorRange(type) +
+                     " only, the scale and its inverse both"
+               : std::string(" elements cannot be scaled")));
+    }
+  return llvm::Error::success();
+}
+
 namespace {
 
-/// A parameter's maps on both sides and its element type.
+/// A parameter's maps on both sides, its program and its element type.
 struct ParamJob {
   const ParamMap *source;
   const ParamMap *target;
+  const CopyProgram *program;
   DType dtype = DType::F32;
+};
+
+/// One run of runTransfer, step by step: every check before any output
+/// exists, then the outputs, the copies and the commit.
+class TransferRun {
+public:
+  TransferRun(const TransferSide &source, const TransferSide &target,
+              const TransferOptions &options)
+      : source(source), target(target), options(options) {}
+
+  llvm::Error pairJobs(const TransferPrograms &programs);
+  llvm::Error checkFolders();
+  llvm::Error openSources();
+  llvm::Error checkSourceTensors();
+  llvm::Error createOutputs();
+  llvm::Error execute();
+  llvm::Error commit();
+
+  TransferStats stats;
+
+private:
+  llvm::Error checkJobTensors(ParamJob &job);
+
+  const TransferSide &source;
+  const TransferSide &target;
+  const TransferOptions &options;
+  std::vector<ParamJob> jobs;
+  std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;
+  std::map<int64_t, std::unique_ptr<SafetensorsWriter>> writers;
+  /// Output folders this run made, removed again unless it succeeds.
+  std::vector<std::string> createdFolders;
+  bool succeeded = false;
+
+public:
+  ~TransferRun() {
+    writers.clear(); // Removes the uncommitted files first.
+    if (!succeeded)
+      for (const std::string &folder : llvm::reverse(createdFolders))
+        llvm::sys::fs::remove(folder);
+  }
 };
 
 } // namespace
 
-Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
-                                         const TransferSide &target,
-                                         const TransferOptions &options) {
-  auto start = std::chrono::steady_clock::now();
-  // Pair the parameters by name.
+llvm::Error TransferRun::pairJobs(const TransferPrograms &programs) {
   std::map<std::string, const ParamMap *> targetByName;
   for (const ParamMap &map : target.maps)
     targetByName[map.name] = &map;
-  std::vector<ParamJob> jobs;
   for (const ParamMap &map : source.maps) {
     auto it = targetByName.find(map.name);
     if (it == targetByName.end())
       return refuse("parameter '" + map.name +
                     "' is in the source map but not in the target map");
-    jobs.push_back({&map, it->second});
+    auto program = programs.find(map.name);
+    if (program == programs.end())
+      return refuse("parameter '" + map.name + "' has no plan");
+    jobs.push_back({&map, it->second, &program->second});
     targetByName.erase(it);
   }
   if (!targetByName.empty())
     return refuse("parameter '" + targetByName.begin()->first +
                   "' is in the target map but not in the source map");
+  return llvm::Error::success();
+}
 
-  if (llvm::Error error = verifyMaps(source.maps, "source"))
-    return error;
-  if (llvm::Error error = verifyMaps(target.maps, "target"))
-    return error;
-
+llvm::Error TransferRun::checkFolders() {
   if (!source.strayFiles.empty() && !options.ignoreExtraTensors)
     return refuse(describeStrayFiles(source, "holds", "source") +
                   ": shards of another topology? (--ignore-extra-tensors "
@@ -204,18 +240,25 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       return refuse(path + " is both read and written: write the outputs "
                            "to another place, then move them");
     // Found now rather than at the final rename, after all the work.
-    if (llvm::sys::fs::is_directory(path))
-      return refuse("cannot write " + path + ": a folder of that name exists");
+    llvm::sys::fs::file_status status;
+    if (!llvm::sys::fs::status(path, status) &&
+        status.type() != llvm::sys::fs::file_type::regular_file)
+      return refuse(path + " exists and is not a regular file; outputs never "
+                           "replace anything else");
   }
+  return llvm::Error::success();
+}
 
-  // Open every source file that some shard needs, and check the tensors.
+llvm::Error TransferRun::openSources() {
+  // Every rank file of the side: those a shard needs must exist, and the
+  // others are read too when present, so that a tensor no map describes is
+  // found wherever it is.
   std::set<int64_t> neededRanks;
   for (const ParamJob &job : jobs)
     for (const Shard &shard : job.source->shards)
       neededRanks.insert(shard.rank);
-  std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;
   for (const auto &[rank, path] : source.files) {
-    if (!neededRanks.count(rank))
+    if (!neededRanks.count(rank) && !llvm::sys::fs::exists(path))
       continue;
     Expected<std::unique_ptr<SafetensorsReader>> reader =
         SafetensorsReader::open(path);
@@ -223,60 +266,70 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       return reader.takeError();
     readers[rank] = std::move(*reader);
   }
-  TransferStats stats;
-  for (ParamJob &job : jobs) {
-    std::optional<DType> dtype;
-    for (const Shard &shard : job.source->shards) {
-      auto reader = readers.find(shard.rank);
-      if (reader == readers.end())
-        return refuse("parameter '" + job.source->name + "': rank " +
-                      std::to_string(shard.rank) + " has no file");
-      const TensorInfo *tensor = reader->second->find(job.source->name);
-      if (!tensor)
-        return refuse(reader->second->getPath() + ": parameter '" +
-                      job.source->name + "' of the map is not in the file");
-      int64_t elements = getNumElements(shard.shape).value_or(0);
-      bool sameCount = getNumElements(tensor->shape).value_or(-1) == elements;
-      if (!sameCount || !isSameShapeOrFlat(tensor->shape, shard.shape))
-        return refuse(reader->second->getPath() + ": tensor '" + tensor->name +
-                      "' has shape " + formatList(tensor->shape) +
-                      " but the map's shard of rank " +
-                      std::to_string(shard.rank) + " is " +
-                      formatList(shard.shape) +
-                      (sameCount ? " (as many elements in another shape: a "
-                                   "transposed tensor, or another layout?)"
-                                 : ""));
-      if (dtype && *dtype != tensor->dtype)
-        return refuse("parameter '" + job.source->name + "' is " +
-                      getSafetensorsName(*dtype).str() + " on one rank and " +
-                      getSafetensorsName(tensor->dtype).str() + " on rank " +
-                      std::to_string(shard.rank));
-      dtype = tensor->dtype;
-      stats.bytesRead += elements * getElementSize(tensor->dtype);
-    }
-    job.dtype = dtype.value_or(DType::F32);
-  }
-  if (!options.ignoreExtraTensors) {
-    llvm::StringSet<> mapped;
-    for (const ParamJob &job : jobs)
-      mapped.insert(job.source->name);
-    for (const auto &[rank, reader] : readers)
-      for (const TensorInfo &tensor : reader->getTensors())
-        if (!mapped.contains(tensor.name))
-          return refuse(reader->getPath() + ": tensor '" + tensor.name +
-                        "' is not in the map (--ignore-extra-tensors copies "
-                        "nothing for it)");
-  }
+  return llvm::Error::success();
+}
 
+llvm::Error TransferRun::checkJobTensors(ParamJob &job) {
+  std::optional<DType> dtype;
+  for (const Shard &shard : job.source->shards) {
+    auto reader = readers.find(shard.rank);
+    if (reader == readers.end())
+      return refuse("parameter '" + job.source->name + "': rank " +
+                    std::to_string(shard.rank) + " has no file");
+    const TensorInfo *tensor = reader->second->find(job.source->name);
+    if (!tensor)
+      return refuse(reader->second->getPath() + ": parameter '" +
+                    job.source->name + "' of the map is not in the file");
+    int64_t elements = getNumElements(shard.shape).value_or(0);
+    bool sameCount = getNumElements(tensor->shape).value_or(-1) == elements;
+    if (!sameCount || !isSameShapeOrFlat(tensor->shape, shard.shape))
+      return refuse(reader->second->getPath() + ": tensor '" + tensor->name +
+                    "' has shape " + formatList(tensor->shape) +
+                    " but the map's shard of rank " +
+                    std::to_string(shard.rank) + " is " +
+                    formatList(shard.shape) +
+                    (sameCount ? " (as many elements in another shape: a "
+                                 "transposed tensor, or another layout?)"
+                               : ""));
+    if (dtype && *dtype != tensor->dtype)
+      return refuse("parameter '" + job.source->name + "' is " +
+                    getSafetensorsName(*dtype).str() + " on one rank and " +
+                    getSafetensorsName(tensor->dtype).str() + " on rank " +
+                    std::to_string(shard.rank));
+    dtype = tensor->dtype;
+    stats.bytesRead += tensor->end - tensor->begin;
+  }
+  job.dtype = dtype.value_or(DType::F32);
+  if (llvm::Error error =
+          checkScalesFit(*job.source, job.dtype, options.scalePower))
+    return error;
+  if (llvm::Error error =
+          checkScalesFit(*job.target, job.dtype, options.scalePower))
+    return error;
+  return checkFactors(*job.program, job.dtype, job.source->name);
+}
+
+llvm::Error TransferRun::checkSourceTensors() {
+  for (ParamJob &job : jobs)
+    if (llvm::Error error = checkJobTensors(job))
+      return error;
+  if (options.ignoreExtraTensors)
+    return llvm::Error::success();
+  llvm::StringSet<> mapped;
+  for (const ParamJob &job : jobs)
+    mapped.insert(job.source->name);
+  for (const auto &[rank, reader] : readers)
+    for (const TensorInfo &tensor : reader->getTensors())
+      if (!mapped.contains(tensor.name))
+        return refuse(reader->getPath() + ": tensor '" + tensor.name +
+                      "' is not in the map (--ignore-extra-tensors copies "
+                      "nothing for it)");
+  return llvm::Error::success();
+}
+
+llvm::Error TransferRun::createOutputs() {
   // Output folders are created now, after every check, and removed again if
   // the run fails (the writers, destroyed first, remove their files).
-  std::vector<std::string> createdFolders;
-  bool succeeded = false;
-  auto removeFolders = llvm::make_scope_exit([&] {
-    if (!succeeded)
-      for (const std::string &folder : llvm::reverse(createdFolders))
-        llvm::sys::fs::remove(folder);
-  });
   for (const auto &[rank, path] : target.files) {
     std::string folder = getParentFolder(path);
     if (llvm::sys::fs::exists(folder))
@@ -285,14 +338,12 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       return refuse("cannot create " + folder + ": " + ec.message());
     createdFolders.push_back(folder);
   }
-
   // The outputs, at full size, under temporary names.
   std::map<int64_t, std::vector<TensorInfo>> tensorsByRank;
   for (const ParamJob &job : jobs)
     for (const Shard &shard : job.target->shards)
       tensorsByRank[shard.rank].push_back(
           {job.target->name, job.dtype, shard.shape, 0, 0});
-  std::map<int64_t, std::unique_ptr<SafetensorsWriter>> writers;
   for (const auto &[rank, path] : target.files) {
     Expected<std::unique_ptr<SafetensorsWriter>> writer =
         SafetensorsWriter::create(path, std::move(tensorsByRank[rank]));
@@ -300,29 +351,10 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       return writer.takeError();
     writers[rank] = std::move(*writer);
   }
+  return llvm::Error::success();
+}
 
-  // Plan every parameter first: the GPU compiles all kernels at once.
-  SentElements sent;
-  std::vector<CopyProgram> programs;
-  for (const ParamJob &job : jobs) {
-    Expected<TransferPlan> plan =
-        composeMaps(*job.source, *job.target, options.policy, sent);
-    if (!plan)
-      return plan.takeError();
-    if (llvm::Error error = checkScalePower(*plan, options.scalePower))
-      return std::move(error);
-    CopyProgram program = lowerPlan(*plan, options.scalePower);
-    if (!isFloatingPoint(job.dtype))
-      for (const BufferPairCopies &pair : program.pairs)
-        for (const StridedCopy &copy : pair.copies)
-          if (copy.factor != 1.0)
-            return refuse("parameter '" + job.source->name + "' is " +
-                          getSafetensorsName(job.dtype).str() +
-                          " and cannot be scaled by " +
-                          formatScale(copy.factor));
-    programs.push_back(std::move(program));
-  }
-
+llvm::Error TransferRun::execute() {
   // On the GPU, one compiled module per element type.
   std::map<DType, std::unique_ptr<CudaExecutor>> gpus;
   std::vector<size_t> indexInModule(jobs.size());
@@ -331,7 +363,7 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
     for (size_t i = 0; i < jobs.size(); ++i) {
       auto &group = byType[jobs[i].dtype];
       indexInModule[i] = group.size();
-      group.emplace_back(jobs[i].source->name, programs[i]);
+      group.emplace_back(jobs[i].source->name, *jobs[i].program);
     }
     for (auto &[type, group] : byType) {
       Expected<std::unique_ptr<CudaExecutor>> gpu =
@@ -355,19 +387,19 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
     if (options.checkReplicas)
       if (llvm::Error error =
               checkReplicas(*job.source, sourceData, getElementSize(job.dtype)))
-        return std::move(error);
+        return error;
     for (const Shard &shard : job.target->shards) {
       buffers.targets[shard.rank] =
           writers.at(shard.rank)->getData(job.target->name);
-      stats.bytesWritten +=
-          getNumElements(shard.shape).value_or(0) * getElementSize(job.dtype);
+      // The writer sized this tensor, so its bytes fit in int64.
+      stats.bytesWritten += *getNumBytes(shard.shape, job.dtype);
     }
     if (options.device == TransferOptions::Device::Cuda) {
       if (llvm::Error error =
-              gpus.at(job.dtype)->run(indexInModule[i], programs[i], buffers))
-        return std::move(error);
+              gpus.at(job.dtype)->run(indexInModule[i], *job.program, buffers))
+        return error;
     } else {
-      executeOnCpu(programs[i], buffers, job.dtype, options.threads);
+      executeOnCpu(*job.program, buffers, job.dtype, options.threads);
     }
     ++stats.parameters;
     auto now = std::chrono::steady_clock::now();
@@ -376,30 +408,52 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
       lastReport = now;
     }
   }
+  return llvm::Error::success();
+}
+
+llvm::Error TransferRun::commit() {
   // Every output is on disk before any takes its final name: a crash then
   // leaves no file of zeros under a final name.
   for (auto &[rank, writer] : writers)
     if (llvm::Error error = writer->flush(options.syncOutputs))
-      return std::move(error);
+      return error;
   for (auto &[rank, writer] : writers)
     if (llvm::Error error = writer->commit())
-      return std::move(error);
+      return error;
   succeeded = true;
-  if (options.syncOutputs) {
-    std::set<std::string> folders;
-    for (const auto &[rank, path] : target.files)
-      folders.insert(getParentFolder(path));
-    for (const std::string &folder : createdFolders)
-      folders.insert(getParentFolder(folder));
-    for (const std::string &folder : folders)
-      if (std::error_code ec = syncFolder(folder))
-        return refuse("the outputs are in place, but " + folder +
-                      " could not be synced to disk: " + ec.message());
-  }
-  stats.seconds =
+  if (!options.syncOutputs)
+    return llvm::Error::success();
+  std::set<std::string> folders;
+  for (const auto &[rank, path] : target.files)
+    folders.insert(getParentFolder(path));
+  for (const std::string &folder : createdFolders)
+    folders.insert(getParentFolder(folder));
+  for (const std::string &folder : folders)
+    if (std::error_code ec = syncFolder(folder))
+      return refuse("the outputs are in place, but " + folder +
+                    " could not be synced to disk: " + ec.message());
+  return llvm::Error::success();
+}
+
+Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
+                                         const TransferSide &target,
+                                         const TransferPrograms &programs,
+                                         const TransferOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  TransferRun run(source, target, options);
+  if (llvm::Error error = run.pairJobs(programs))
+    return std::move(error);
+  using Step = llvm::Error (TransferRun::*)();
+  for (Step step : {&TransferRun::checkFolders, &TransferRun::openSources,
+                    &TransferRun::checkSourceTensors,
+                    &TransferRun::createOutputs, &TransferRun::execute,
+                    &TransferRun::commit})
+    if (llvm::Error error = (run.*step)())
+      return std::move(error);
+  run.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
-  return stats;
+  return run.stats;
 }
 
 llvm::Error ucp::writeRandomFullTensors(llvm::ArrayRef<ParamMap> maps,

@@ -29,6 +29,32 @@ static void appendSplit(const StridedCopy &copy,
   }
 }
 
+/// Calls `fn` with the blocks of at most kMaxCopyRank dimensions a copy or
+/// fill of `shape` over `views` splits into: one per index of its outer
+/// dimensions beyond that rank, each with the offset of every view.
+static void
+forEachWithinRank(llvm::ArrayRef<int64_t> shape,
+                  llvm::ArrayRef<const StridedView *> views,
+                  llvm::function_ref<void(llvm::ArrayRef<int64_t>,
+                                          llvm::ArrayRef<int64_t>)>
+                      fn) {
+  llvm::SmallVector<int64_t, 2> offsets;
+  for (const StridedView *view : views)
+    offsets.push_back(view->offset);
+  if (shape.size() <= kMaxCopyRank || llvm::is_contained(shape, 0))
+    return fn(shape, offsets);
+  size_t outer = shape.size() - kMaxCopyRank;
+  Extents index(outer, 0);
+  do {
+    for (auto [v, view] : llvm::enumerate(views)) {
+      offsets[v] = view->offset;
+      for (size_t d = 0; d < outer; ++d)
+        offsets[v] += index[d] * view->strides[d];
+    }
+    fn(shape.drop_front(outer), offsets);
+  } while (advanceIndex(index, shape.take_front(outer)));
+}
+
 CopyProgram ucp::lowerPlan(const TransferPlan &plan, int scalePower) {
   CopyProgram program;
   for (const auto &[rank, shape] : plan.sourceShards)
@@ -39,14 +65,39 @@ CopyProgram ucp::lowerPlan(const TransferPlan &plan, int scalePower) {
   std::map<std::pair<int64_t, int64_t>, std::vector<StridedCopy>> byPair;
   for (Segment segment : plan.segments) {
     normalizeSegment(segment);
-    StridedCopy copy{segment.shape, segment.source, segment.target,
-                     std::pow(segment.scale, scalePower)};
-    appendSplit(copy, byPair[{segment.sourceRank, segment.targetRank}]);
+    double factor = std::pow(segment.scale, scalePower);
+    size_t outer = segment.shape.size() > kMaxCopyRank
+                       ? segment.shape.size() - kMaxCopyRank
+                       : 0;
+    forEachWithinRank(
+        segment.shape, {&segment.source, &segment.target},
+        [&](llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> offsets) {
+          StridedCopy copy{
+              Extents(shape.begin(), shape.end()),
+              {offsets[0], Extents(segment.source.strides.begin() + outer,
+                                   segment.source.strides.end())},
+              {offsets[1], Extents(segment.target.strides.begin() + outer,
+                                   segment.target.strides.end())},
+              factor};
+          appendSplit(copy, byPair[{segment.sourceRank, segment.targetRank}]);
+        });
   }
   for (auto &[pair, copies] : byPair)
     program.pairs.push_back({pair.first, pair.second, std::move(copies)});
-  for (const Fill &fill : plan.fills)
-    program.fills.push_back({fill.rank, fill.shape, fill.target});
+  for (const Fill &fill : plan.fills) {
+    size_t outer = fill.shape.size() > kMaxCopyRank
+                       ? fill.shape.size() - kMaxCopyRank
+                       : 0;
+    forEachWithinRank(
+        fill.shape, {&fill.target},
+        [&](llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> offsets) {
+          program.fills.push_back(
+              {fill.rank,
+               Extents(shape.begin(), shape.end()),
+               {offsets[0], Extents(fill.target.strides.begin() + outer,
+                                    fill.target.strides.end())}});
+        });
+  }
   return program;
 }
 
@@ -62,6 +113,25 @@ llvm::Error ucp::checkScalePower(const TransferPlan &plan, int scalePower) {
               "lr and eps live in the scaled coordinate, so moving the "
               "moments alone would change the trajectory (spec §2.1); "
               "convert the parameter itself (power 1)");
+  return llvm::Error::success();
+}
+
+llvm::Error ucp::checkFactors(const CopyProgram &program, DType type,
+                              llvm::StringRef name) {
+  for (const BufferPairCopies &pair : program.pairs)
+    for (const StridedCopy &copy : pair.copies)
+      if (!isRepresentableFactor(type, copy.factor))
+        return llvm::createStringError(
+            llvm::inconvertibleErrorCode(),
+            "parameter '" + name + "': the copy from rank " +
+                std::to_string(pair.sourceBuffer) + " to rank " +
+                std::to_string(pair.targetBuffer) + " scales by " +
+                formatScale(copy.factor) + ", but " +
+                getSafetensorsName(type) +
+                (isFloatingPoint(type)
+                     ? " elements take factors of magnitude " +
+                           describeFactorRange(type) + " only"
+                     : std::string(" elements cannot be scaled")));
   return llvm::Error::success();
 }
 

@@ -272,7 +272,10 @@ llvm::Expected<std::unique_ptr<CudaExecutor>> CudaExecutor::create(
     CudaUnitIndex unitIndex) {
   auto state = std::make_unique<State>();
   state->type = type;
-  state->kernels = emitCuda(programs, type, unitIndex);
+  llvm::Expected<CudaModule> kernels = emitCuda(programs, type, unitIndex);
+  if (!kernels)
+    return kernels.takeError();
+  state->kernels = std::move(*kernels);
 
   llvm::Expected<Driver> driver = Driver::load();
   if (!driver)

@@ -5,9 +5,12 @@
 
 #include "llvm/ADT/StringSwitch.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
 
 using namespace ucp;
@@ -32,6 +35,65 @@ int64_t ucp::getElementSize(DType type) {
     return 1;
   }
   llvm_unreachable("unknown dtype");
+}
+
+std::optional<int64_t> ucp::getNumBytes(llvm::ArrayRef<int64_t> shape,
+                                        DType type) {
+  int64_t bytes = getElementSize(type);
+  for (int64_t extent : shape)
+    if (extent < 0 || llvm::MulOverflow(bytes, extent, bytes))
+      return std::nullopt;
+  return bytes;
+}
+
+namespace {
+/// The smallest normal and the largest finite magnitude of a float type.
+struct NormalRange {
+  double smallest;
+  double largest;
+};
+} // namespace
+
+/// Returns the normal range of a float `type`, or nothing for the others.
+static std::optional<NormalRange> getNormalRange(DType type) {
+  switch (type) {
+  case DType::F64:
+    return NormalRange{std::numeric_limits<double>::min(),
+                       std::numeric_limits<double>::max()};
+  case DType::F32:
+    return NormalRange{std::numeric_limits<float>::min(),
+                       std::numeric_limits<float>::max()};
+  case DType::F16:
+    return NormalRange{std::ldexp(1.0, -14), 65504.0};
+  case DType::BF16:
+    return NormalRange{std::numeric_limits<float>::min(),
+                       std::ldexp(255.0, 120)};
+  case DType::F8E4M3:
+    return NormalRange{std::ldexp(1.0, -6), 448.0};
+  case DType::F8E5M2:
+    return NormalRange{std::ldexp(1.0, -14), 57344.0};
+  default:
+    return std::nullopt;
+  }
+}
+
+bool ucp::isRepresentableFactor(DType type, double factor) {
+  std::optional<NormalRange> range = getNormalRange(type);
+  if (!range)
+    return factor == 1.0;
+  double magnitude = std::fabs(factor);
+  return std::isfinite(factor) && magnitude >= range->smallest &&
+         magnitude <= range->largest;
+}
+
+std::string ucp::describeFactorRange(DType type) {
+  std::optional<NormalRange> range = getNormalRange(type);
+  if (!range)
+    return "[1, 1]";
+  char text[64];
+  std::snprintf(text, sizeof(text), "[%.9g, %.9g]", range->smallest,
+                range->largest);
+  return text;
 }
 
 llvm::StringRef ucp::getSafetensorsName(DType type) {

@@ -53,7 +53,7 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
     for (const TransferPlan &plan : plans)
       programs.push_back(
           {"plan " + std::to_string(programs.size()), lowerPlan(plan)});
-    CudaModule module = emitCuda(programs, type);
+    CudaModule module = llvm::cantFail(emitCuda(programs, type));
     EXPECT_TRUE(std::regex_search(module.source, vectorDescriptor)) << name;
     for (std::sregex_iterator
              it(module.source.begin(), module.source.end(), vectorDescriptor),
@@ -70,7 +70,7 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
     std::optional<HostCudaModule> wide;
     if (checkWide) {
       llvm::Expected<HostCudaModule> compiled = HostCudaModule::compile(
-          emitCuda(programs, type, CudaUnitIndex::Wide));
+          llvm::cantFail(emitCuda(programs, type, CudaUnitIndex::Wide)));
       ASSERT_TRUE(static_cast<bool>(compiled))
           << name << ": " << llvm::toString(compiled.takeError());
       wide.emplace(std::move(*compiled));

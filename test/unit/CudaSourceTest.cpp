@@ -31,7 +31,7 @@ TEST(CudaSource, CompilesWithNvrtcForEveryDType) {
         {"embed", lowerPlan(vocab)}};
     if (isFloatingPoint(type))
       programs.push_back({"bias", lowerPlan(bias)});
-    CudaModule module = emitCuda(programs, type);
+    CudaModule module = llvm::cantFail(emitCuda(programs, type));
     EXPECT_FALSE(module.launches.empty());
     llvm::Expected<std::string> ptx =
         compileCudaToPtx(module.source, "compute_80");
@@ -60,7 +60,7 @@ TEST(CudaSource, CompilesMachineCodeForTheGpusNvrtcKnows) {
       *composeMaps(buildScaledBiasLayout("bias", {64}, 4),
                    buildScaledBiasLayout("bias", {64}, 2), {}, sent);
   std::string source =
-      emitCuda({{"bias", lowerPlan(plan)}}, DType::BF16).source;
+      llvm::cantFail(emitCuda({{"bias", lowerPlan(plan)}}, DType::BF16)).source;
   llvm::Expected<CompiledKernels> hopper = compileCudaForDevice(source, 9, 0);
   if (!hopper) {
     std::string error = llvm::toString(hopper.takeError());
@@ -95,9 +95,9 @@ TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
     return p;
   };
   const int64_t limit = int64_t(1) << 32;
-  CudaModule module = emitCuda({{"largest 32-bit", program(limit - 1)},
+  CudaModule module = llvm::cantFail(emitCuda({{"largest 32-bit", program(limit - 1)},
                                 {"smallest 64-bit", program(limit)}},
-                               DType::U8);
+                               DType::U8));
   ASSERT_EQ(module.launches.size(), 2u);
   EXPECT_EQ(module.launches[0].units, limit - 1);
   EXPECT_NE(module.source.find("ucp_run<unsigned int>(ucp_program_0_table"),
@@ -106,7 +106,7 @@ TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
             std::string::npos);
   // Asked for, 64 bits everywhere.
   CudaModule wide =
-      emitCuda({{"small", program(16)}}, DType::U8, CudaUnitIndex::Wide);
+      llvm::cantFail(emitCuda({{"small", program(16)}}, DType::U8, CudaUnitIndex::Wide));
   EXPECT_NE(wide.source.find("ucp_run<long long>(ucp_program_0_table"),
             std::string::npos);
 }
@@ -126,7 +126,7 @@ TEST(CudaSource, OneLaunchPerProgramOverAllItsBuffers) {
   p.targetElements = {{0, 4}, {1, 4}, {3, 4}};
   CopyProgram empty;
   empty.targetElements = {{0, 0}};
-  CudaModule module = emitCuda({{"nothing", empty}, {"mixed", p}}, DType::U8);
+  CudaModule module = llvm::cantFail(emitCuda({{"nothing", empty}, {"mixed", p}}, DType::U8));
   ASSERT_EQ(module.launches.size(), 1u);
   const CudaLaunch &launch = module.launches[0];
   EXPECT_EQ(launch.kernel, "ucp_program_1");
@@ -153,11 +153,11 @@ TEST(CudaSource, UnitsAreTheWidestVectorsTheAlignmentAllows) {
     p.targetElements[0] = 32;
     return p;
   };
-  CudaModule module = emitCuda({{"aligned to 32", program(0, 8, 1.0)},
+  CudaModule module = llvm::cantFail(emitCuda({{"aligned to 32", program(0, 8, 1.0)},
                                 {"aligned to 16", program(4, 8, 1.0)},
                                 {"runs of 16 bytes", program(0, 4, 1.0)},
                                 {"scaled", program(0, 8, 0.5)}},
-                               DType::F32);
+                               DType::F32));
   // Rows as `{begin, rank, vectors, src, dst, {shape}, src_offset, ...`:
   // the shape and offsets count units.
   EXPECT_NE(module.source.find("{0LL, 2, 2, 0, 1, {4, 1, 0, 0, 0, 0, 0, 0}, "

@@ -13,6 +13,7 @@
 
 #include "ucp/Run/Transfer.h"
 #include "RandomMaps.h"
+#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ScratchFolder.h"
 #include "ucp/IO/Safetensors.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
@@ -25,6 +26,18 @@ using namespace ucp;
 using namespace ucp::testing;
 
 namespace {
+
+/// Plans `from` into `to` with the reshard pipeline, as affine-run does,
+/// and runs the transfer.
+llvm::Expected<TransferStats> planAndRun(const TransferSide &from,
+                                         const TransferSide &to,
+                                         const TransferOptions &options) {
+  llvm::Expected<TransferPrograms> programs =
+      planTransfers(from.maps, to.maps, options.policy, options.scalePower);
+  if (!programs)
+    return programs.takeError();
+  return runTransfer(from, to, *programs, options);
+}
 
 /// The files of one side, opened for reading, by rank.
 using OpenFiles = std::map<int64_t, std::unique_ptr<SafetensorsReader>>;
@@ -150,7 +163,7 @@ TEST(Transfer, RandomMapSetsMatchTheReferenceOnFiles) {
     const char *names[] = {"extract", "reshard", "rebuild"};
     for (auto [step, sides] : llvm::enumerate(steps)) {
       const auto &[input, output] = sides;
-      llvm::Expected<TransferStats> stats = runTransfer(input, output, options);
+      llvm::Expected<TransferStats> stats = planAndRun(input, output, options);
       ASSERT_TRUE(bool(stats)) << context << " " << names[step] << ": "
                                << llvm::toString(stats.takeError());
       EXPECT_EQ(stats->parameters, shapes.size());
@@ -213,7 +226,7 @@ TEST(Transfer, PoisonedPaddingNeverReachesTheOutputs) {
   TransferOptions options;
   options.syncOutputs = false;
   auto run = [&](const TransferSide &from, const TransferSide &to) {
-    llvm::Expected<TransferStats> stats = runTransfer(from, to, options);
+    llvm::Expected<TransferStats> stats = planAndRun(from, to, options);
     ASSERT_TRUE(bool(stats)) << llvm::toString(stats.takeError());
   };
   run(getFullTensorSide(tp4, original), getShardSide(tp4, folder.file("a")));
@@ -255,8 +268,8 @@ llvm::Error extractFromFileOfShape(const Extents &fileShape) {
     return error;
   TransferOptions options;
   options.syncOutputs = false;
-  return runTransfer(getFullTensorSide(maps, full),
-                     getShardSide(maps, folder.file("shards")), options)
+  return planAndRun(getFullTensorSide(maps, full),
+                    getShardSide(maps, folder.file("shards")), options)
       .takeError();
 }
 

@@ -2,63 +2,87 @@
 //
 // mlir-opt for the ucp dialect: parses a module of parameter maps, runs the
 // requested passes (`--ucp-verify`, ...) and prints the result. An input
-// ending in `.json` is read as a map document (spec §6.2) first.
+// ending in `.json` is read as a map document (spec §6.2) first. Inputs and
+// outputs go through ucp/Support (regular files only, nesting bounded,
+// outputs renamed into place only on success).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
+#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapTranslation.h"
+#include "ucp/Support/InputFile.h"
+#include "ucp/Support/NestingDepth.h"
+#include "ucp/Support/OutputFile.h"
 
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
+#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
 
-/// Imports the map document `inputFilename` and runs the opt pipeline on it.
-static LogicalResult runOnMapDocument(llvm::StringRef inputFilename,
-                                      llvm::StringRef outputFilename,
-                                      DialectRegistry &registry) {
-  std::string error;
-  std::unique_ptr<llvm::MemoryBuffer> input =
-      openInputFile(inputFilename, &error);
-  if (!input) {
-    llvm::errs() << "affine-opt: " << error << "\n";
-    return failure();
-  }
+/// Reports `error` as affine-opt's and fails.
+static LogicalResult fail(llvm::Error error) {
+  llvm::errs() << "affine-opt: " << llvm::toString(std::move(error)) << "\n";
+  return failure();
+}
 
-  // Import, then hand the module to the usual driver as text carrying the
-  // JSON-path locations, so that every mlir-opt option keeps working.
+/// Returns the text of the map document `input` imported as ucp IR, with
+/// its JSON-path locations, so that every mlir-opt option keeps working on
+/// it; null after reporting a malformed document.
+static std::unique_ptr<llvm::MemoryBuffer>
+importMapDocument(const llvm::MemoryBuffer &input, DialectRegistry &registry) {
   std::string text;
-  {
-    MLIRContext context(registry);
-    llvm::SourceMgr sourceMgr;
-    SourceMgrDiagnosticHandler handler(sourceMgr, &context);
-    OwningOpRef<ModuleOp> module =
-        ucp::importMapDocument(input->getBuffer(), inputFilename, &context);
-    if (!module)
-      return failure();
-    llvm::raw_string_ostream os(text);
-    module->print(os, OpPrintingFlags().enableDebugInfo());
-  }
+  MLIRContext context(registry);
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler handler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = ucp::importMapDocument(
+      input.getBuffer(), input.getBufferIdentifier(), &context);
+  if (!module)
+    return nullptr;
+  llvm::raw_string_ostream os(text);
+  module->print(os, OpPrintingFlags().enableDebugInfo());
+  return llvm::MemoryBuffer::getMemBufferCopy(text,
+                                              input.getBufferIdentifier());
+}
 
-  std::unique_ptr<llvm::ToolOutputFile> output =
-      openOutputFile(outputFilename, &error);
-  if (!output) {
-    llvm::errs() << "affine-opt: " << error << "\n";
-    return failure();
+/// mlir-opt's processing of `inputFilename` into `outputFilename`.
+static LogicalResult run(llvm::StringRef inputFilename,
+                         llvm::StringRef outputFilename,
+                         DialectRegistry &registry) {
+  MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  if (config.shouldShowDialects()) {
+    llvm::outs() << "Available Dialects: ";
+    llvm::interleaveComma(registry.getDialectNames(), llvm::outs());
+    llvm::outs() << "\n";
+    return success();
   }
-  if (failed(
-          MlirOptMain(output->os(),
-                      llvm::MemoryBuffer::getMemBufferCopy(text, inputFilename),
-                      registry, MlirOptMainConfig::createFromCLOptions())))
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> input =
+      ucp::readInputFile(inputFilename);
+  if (!input)
+    return fail(input.takeError());
+  if (inputFilename.ends_with(".json")) {
+    *input = importMapDocument(**input, registry);
+    if (!*input)
+      return failure();
+  } else if (llvm::Error error = ucp::checkNestingDepth(
+                 (*input)->getBuffer(), ucp::TextSyntax::Mlir)) {
+    return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                        inputFilename + ": " +
+                                            llvm::toString(std::move(error))));
+  }
+  llvm::Expected<std::unique_ptr<ucp::OutputFile>> output =
+      ucp::OutputFile::create(outputFilename);
+  if (!output)
+    return fail(output.takeError());
+  if (failed(MlirOptMain((*output)->os(), std::move(*input), registry, config)))
     return failure();
-  output->keep();
+  if (llvm::Error error = (*output)->commit())
+    return fail(std::move(error));
   return success();
 }
 
@@ -69,15 +93,17 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   registry.insert<ucp::UCPDialect>();
   ucp::registerUCPPasses();
+  ucp::registerUCPPipelines();
+  // The upstream passes a pipeline author expects beside ours.
+  registerCanonicalizerPass();
+  registerCSEPass();
+  registerSymbolDCEPass();
+  registerInlinerPass();
 
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "affine-opt: verify and transform ucp parameter maps (.mlir or a .json "
       "map document)\n",
       registry);
-  if (llvm::StringRef(inputFilename).ends_with(".json"))
-    return asMainReturnCode(
-        runOnMapDocument(inputFilename, outputFilename, registry));
-  return asMainReturnCode(
-      MlirOptMain(argc, argv, inputFilename, outputFilename, registry));
+  return asMainReturnCode(run(inputFilename, outputFilename, registry));
 }

@@ -11,11 +11,14 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
+#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/Run/Signals.h"
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CopyProgram.h"
 
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -127,13 +130,94 @@ static int fail(const llvm::Twine &message) {
   return 1;
 }
 
-static llvm::Expected<std::vector<ParamMap>> readMaps(llvm::StringRef path,
-                                                      llvm::StringRef flag) {
-  if (path.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--" + flag.str() + " is required");
+/// Returns where `loc` points, for a message: "file", "file:line:col", or
+/// for an op imported from a map document "file: $.params[...]".
+static std::string describeLocation(mlir::Location loc) {
+  if (auto name = llvm::dyn_cast<mlir::NameLoc>(loc)) {
+    std::string inner = describeLocation(name.getChildLoc());
+    return (inner.empty() ? "" : inner + ": ") + name.getName().str();
+  }
+  if (auto file = llvm::dyn_cast<mlir::FileLineColLoc>(loc)) {
+    std::string text = file.getFilename().str();
+    if (file.getLine() != 0)
+      text += ":" + std::to_string(file.getLine()) + ":" +
+              std::to_string(file.getColumn());
+    return text;
+  }
+  return "";
+}
+
+/// Prints `diagnostic` and its notes as affine-run's own messages.
+static void printDiagnostic(mlir::Diagnostic &diagnostic) {
+  auto print = [](mlir::Diagnostic &d, llvm::StringRef kind) {
+    std::string where = describeLocation(d.getLocation());
+    llvm::errs() << "affine-run: " << (where.empty() ? "" : where + ": ")
+                 << kind << d.str() << "\n";
+  };
+  print(diagnostic, "");
+  for (mlir::Diagnostic &note : diagnostic.getNotes())
+    // A note at the same place (the JSON path, which SourceMgr-style
+    // printing would not show) says nothing this print has not said.
+    if (note.getLocation() != diagnostic.getLocation())
+      print(note, "note: ");
+}
+
+/// The maps of a run: read into one context, whose diagnostics (the
+/// pipeline's, the readers') go to stderr as affine-run's messages.
+class MapFiles {
+public:
+  MapFiles()
+      : handler(&context, [](mlir::Diagnostic &diagnostic) {
+          printDiagnostic(diagnostic);
+          return mlir::success();
+        }) {
+    context.loadDialect<UCPDialect>();
+    // A message names the op at fault; it need not print the op.
+    context.printOpOnDiagnostic(false);
+    // Planning is cheap next to copying; the copies' threads are --threads.
+    context.disableMultithreading();
+  }
+
+  /// Reads the map file given as --`flag`, or fails after saying why.
+  mlir::FailureOr<mlir::ModuleOp> read(llvm::StringRef path,
+                                       llvm::StringRef flag) {
+    if (path.empty()) {
+      llvm::errs() << "affine-run: --" << flag << " is required\n";
+      return mlir::failure();
+    }
+    mlir::OwningOpRef<mlir::ModuleOp> module = readMapModule(path, &context);
+    if (!module)
+      return mlir::failure();
+    return keep(std::move(module));
+  }
+
+  /// The module of the full tensors of `maps`, located at `file`.
+  mlir::ModuleOp getFullTensors(llvm::ArrayRef<ParamMap> maps,
+                                llvm::StringRef file) {
+    std::vector<ParamMap> full;
+    for (const ParamMap &map : maps)
+      full.push_back(getFullTensorMap(map));
+    return keep(buildMapModule(
+        full, mlir::FileLineColLoc::get(&context, file, 0, 0)));
+  }
+
   mlir::MLIRContext context;
-  return readMapFile(path, &context);
+
+private:
+  mlir::ModuleOp keep(mlir::OwningOpRef<mlir::ModuleOp> module) {
+    modules.push_back(std::move(module));
+    return *modules.back();
+  }
+
+  mlir::ScopedDiagnosticHandler handler;
+  std::vector<mlir::OwningOpRef<mlir::ModuleOp>> modules;
+};
+
+/// Returns the plain maps of every ucp.param in `module`.
+static std::vector<ParamMap> getMaps(mlir::ModuleOp module) {
+  std::vector<ParamMap> maps;
+  module->walk([&](ParamOp param) { maps.push_back(toParamMap(param)); });
+  return maps;
 }
 
 static llvm::Expected<ReplicaPolicy> getPolicy() {
@@ -157,15 +241,17 @@ static llvm::Expected<ReplicaPolicy> getPolicy() {
 
 /// Writes random full tensors for every parameter of the map.
 static int runInit() {
-  llvm::Expected<std::vector<ParamMap>> maps = readMaps(mapFile, "map");
-  if (!maps)
-    return fail(llvm::toString(maps.takeError()));
+  MapFiles files;
+  mlir::FailureOr<mlir::ModuleOp> maps = files.read(mapFile, "map");
+  if (failed(maps))
+    return 1;
   std::optional<DType> type = parseDTypeName(dtypeName);
   if (!type)
     return fail("unknown --dtype '" + dtypeName + "'");
   if (outPath.empty())
     return fail("--out is required");
-  if (llvm::Error error = writeRandomFullTensors(*maps, outPath, *type, seed))
+  if (llvm::Error error =
+          writeRandomFullTensors(getMaps(*maps), outPath, *type, seed))
     return fail(llvm::toString(std::move(error)));
   return 0;
 }
@@ -235,38 +321,53 @@ int main(int argc, char **argv) {
                    << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
     };
 
+  // The maps of both sides, as modules: the reshard pipeline verifies,
+  // composes and lowers them before any file is opened.
+  MapFiles files;
+  mlir::ModuleOp sourceMaps, targetMaps;
   TransferSide source, target;
-  if (extractCommand) {
-    llvm::Expected<std::vector<ParamMap>> maps = readMaps(mapFile, "map");
-    if (!maps)
-      return fail(llvm::toString(maps.takeError()));
-    if (fullFile.empty())
+  if (extractCommand || rebuildCommand) {
+    mlir::FailureOr<mlir::ModuleOp> maps = files.read(mapFile, "map");
+    if (failed(maps))
+      return 1;
+    llvm::StringRef full = extractCommand ? fullFile : outPath;
+    if (full.empty())
       return fail("--full is required");
-    source = getFullTensorSide(*maps, fullFile);
-    target = getShardSide(std::move(*maps), outPath);
-  } else if (rebuildCommand) {
-    llvm::Expected<std::vector<ParamMap>> maps = readMaps(mapFile, "map");
-    if (!maps)
-      return fail(llvm::toString(maps.takeError()));
-    if (shardsDir.empty())
+    if (!extractCommand && shardsDir.empty())
       return fail("--shards is required");
-    target = getFullTensorSide(*maps, outPath);
-    source = getShardSide(std::move(*maps), shardsDir);
+    std::vector<ParamMap> sharded = getMaps(*maps);
+    mlir::ModuleOp fullMaps = files.getFullTensors(sharded, full);
+    sourceMaps = extractCommand ? fullMaps : *maps;
+    targetMaps = extractCommand ? *maps : fullMaps;
+    TransferSide fullSide = getFullTensorSide(sharded, full);
+    TransferSide shardSide = getShardSide(
+        std::move(sharded), extractCommand ? outPath : shardsDir);
+    source = extractCommand ? std::move(fullSide) : std::move(shardSide);
+    target = extractCommand ? std::move(shardSide) : std::move(fullSide);
   } else {
-    llvm::Expected<std::vector<ParamMap>> from =
-        readMaps(sourceMapFile, "source-map");
-    if (!from)
-      return fail(llvm::toString(from.takeError()));
-    llvm::Expected<std::vector<ParamMap>> to =
-        readMaps(targetMapFile, "target-map");
-    if (!to)
-      return fail(llvm::toString(to.takeError()));
+    mlir::FailureOr<mlir::ModuleOp> from =
+        files.read(sourceMapFile, "source-map");
+    if (failed(from))
+      return 1;
+    mlir::FailureOr<mlir::ModuleOp> to =
+        files.read(targetMapFile, "target-map");
+    if (failed(to))
+      return 1;
     if (shardsDir.empty())
       return fail("--shards is required");
-    source = getShardSide(std::move(*from), shardsDir);
-    target = getShardSide(std::move(*to), outPath);
+    sourceMaps = *from;
+    targetMaps = *to;
+    source = getShardSide(getMaps(sourceMaps), shardsDir);
+    target = getShardSide(getMaps(targetMaps), outPath);
   }
-  llvm::Expected<TransferStats> stats = runTransfer(source, target, options);
+  // Planned from copies: the pipeline rewrites the module it runs on.
+  mlir::OwningOpRef<mlir::ModuleOp> planned = sourceMaps.clone();
+  mlir::FailureOr<TransferPrograms> programs = planTransfers(
+      *planned, targetMaps, options.policy, options.scalePower);
+  if (failed(programs))
+    return 1;
+  llvm::Expected<TransferStats> stats =
+      runTransfer(source, target, *programs, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   if (!quiet)

@@ -10,20 +10,21 @@
 
 #include "LayoutCommand.h"
 
+#include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/IO/ExpertPlacementDocument.h"
 #include "ucp/IO/MapDocument.h"
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Support/InputFile.h"
+#include "ucp/Support/OutputFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/MLIRContext.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 using namespace ucp;
 namespace cl = llvm::cl;
@@ -217,13 +218,12 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
     return buildYuanLayout(flags.name, shape, flags.dim, flags.tp, flags.heads);
   }
   if (layout == "experts") {
-    std::string error;
-    std::unique_ptr<llvm::MemoryBuffer> file =
-        mlir::openInputFile(flags.placement, &error);
+    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file =
+        readInputFile(flags.placement);
     if (!file)
-      return refuse("--placement: " + error);
+      return refuse("--placement: " + llvm::toString(file.takeError()));
     llvm::Expected<ExpertPlacement> placement =
-        parseExpertPlacement(file->getBuffer());
+        parseExpertPlacement((*file)->getBuffer());
     if (!placement)
       return refuse(flags.placement + ": " +
                     llvm::toString(placement.takeError()));
@@ -253,24 +253,28 @@ int runLayoutCommand(int argc, char **argv) {
   llvm::Expected<ParamMap> map = buildLayout(flags);
   if (!map)
     return fail(llvm::toString(map.takeError()));
+  // What the options build must be a valid map before it is written: a
+  // scale of 0 or NaN, say, is refused here rather than written as `nan`.
+  if (llvm::Error error = checkParamMap(*map))
+    return fail(llvm::toString(std::move(error)));
 
-  std::string error;
-  std::unique_ptr<llvm::ToolOutputFile> out =
-      mlir::openOutputFile(flags.output, &error);
-  if (!out)
-    return fail(error);
-  if (flags.emit == "json") {
-    writeMapDocument({*map}, out->os());
-  } else {
-    mlir::MLIRContext context;
-    context.loadDialect<UCPDialect>();
-    mlir::OpBuilder builder(&context);
-    mlir::OwningOpRef<mlir::ModuleOp> module =
-        mlir::ModuleOp::create(builder.getUnknownLoc());
-    builder.setInsertionPointToEnd(module->getBody());
-    buildParamOp(builder, builder.getUnknownLoc(), *map);
-    module->print(out->os());
-  }
-  out->keep();
+  llvm::Error written =
+      writeOutputFile(flags.output, [&](llvm::raw_ostream &os) {
+        if (flags.emit == "json") {
+          writeMapDocument({*map}, os);
+          return llvm::Error::success();
+        }
+        mlir::MLIRContext context;
+        context.loadDialect<UCPDialect>();
+        mlir::OpBuilder builder(&context);
+        mlir::OwningOpRef<mlir::ModuleOp> module =
+            mlir::ModuleOp::create(builder.getUnknownLoc());
+        builder.setInsertionPointToEnd(module->getBody());
+        buildParamOp(builder, builder.getUnknownLoc(), *map);
+        module->print(os);
+        return llvm::Error::success();
+      });
+  if (written)
+    return fail(llvm::toString(std::move(written)));
   return 0;
 }

@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "LayoutCommand.h"
+#include "TranslateMain.h"
 #include "ucp/IO/MapTranslation.h"
 
-#include "mlir/Tools/mlir-translate/MlirTranslateMain.h"
 #include "llvm/Support/CommandLine.h"
 
 int main(int argc, char **argv) {
@@ -21,10 +21,8 @@ int main(int argc, char **argv) {
   // leave --help; MLIR's and ours are registered after this.
   llvm::cl::HideUnrelatedOptions({});
   ucp::registerMapTranslations();
-  return mlir::failed(mlir::mlirTranslateMain(
-             argc, argv,
-             "affine-translate: convert ucp parameter maps to and from JSON\n"
-             "(`affine-translate --layout NAME --help` builds layout maps)\n"))
-             ? 1
-             : 0;
+  return runTranslateMain(
+      argc, argv,
+      "affine-translate: convert ucp parameter maps to and from JSON\n"
+      "(`affine-translate --layout NAME --help` builds layout maps)\n");
 }

@@ -25,6 +25,8 @@
 
 #include "ucp/Map/ParamMap.h"
 
+#include "llvm/Support/Error.h"
+
 namespace ucp {
 
 /// A piece of a map: the index of its shard in `ParamMap::shards` and its
@@ -117,6 +119,17 @@ VerifyReport verifyParamMapByWalking(const ParamMap &map);
 /// Returns a one-line description of `violation` naming the parameter, the
 /// rank(s), the piece(s), the first element and the count.
 std::string describeViolation(const ParamMap &map, const Violation &violation);
+
+/// The most violations an error of checkParamMap lists.
+constexpr size_t kMaxListedViolations = 10;
+
+/// Checks all of `map`: the local invariants of its header, shards and
+/// pieces, then P1, P5 and shard tiling. What builds a map (a layout, an
+/// index-map derivation, legacy metadata) checks it before anything else
+/// sees it; the error names the parameter, rank and piece of the first
+/// broken local invariant, or lists the first kMaxListedViolations
+/// violations.
+llvm::Error checkParamMap(const ParamMap &map);
 
 } // namespace ucp
 

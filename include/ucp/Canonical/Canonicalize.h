@@ -8,7 +8,8 @@
 //    across a change of locations or scale;
 //  * a dimension of extent 1 has the dest stride it would have if contiguous
 //    with the dimension inside it;
-//  * pieces are ordered by dest offset, empty pieces are dropped.
+//  * pieces are ordered by dest offset, empty pieces are dropped;
+//  * shards are in ascending rank order.
 //
 //===----------------------------------------------------------------------===//
 

@@ -63,10 +63,11 @@ enum class CudaUnitIndex {
 };
 
 /// Emits the kernels of `programs` (named for diagnostics) moving elements
-/// of `type`. Scaled copies of a type that is not floating point are an
-/// error the caller must have refused. `unitIndex` says how kernels decode
-/// work units.
-CudaModule
+/// of `type`. `unitIndex` says how kernels decode work units. Refuses, naming
+/// the program, a copy or fill of more than kMaxCopyRank dimensions (which
+/// lowerPlan never makes: the descriptors hold that many), a factor
+/// `checkFactors` refuses, and a buffer whose bytes int64 cannot count.
+llvm::Expected<CudaModule>
 emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
          DType type, CudaUnitIndex unitIndex = CudaUnitIndex::Narrowest);
 

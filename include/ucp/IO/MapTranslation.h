@@ -8,6 +8,7 @@
 #include "ucp/Map/ParamMap.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 namespace ucp {
 
@@ -18,10 +19,19 @@ mlir::OwningOpRef<mlir::ModuleOp> importMapDocument(llvm::StringRef text,
                                                     llvm::StringRef filename,
                                                     mlir::MLIRContext *context);
 
-/// Reads the parameter maps of `path`: a `.json` map document, or a `.mlir`
-/// file of `ucp.param` ops parsed in `context`.
-llvm::Expected<std::vector<ParamMap>> readMapFile(llvm::StringRef path,
-                                                  mlir::MLIRContext *context);
+/// Parses MLIR `text` into a module after bounding its nesting
+/// (ucp/Support/NestingDepth.h). Emits a diagnostic and returns null on
+/// malformed input.
+mlir::OwningOpRef<mlir::ModuleOp>
+parseMlirText(std::unique_ptr<llvm::MemoryBuffer> text,
+              mlir::MLIRContext *context);
+
+/// Reads the parameter maps of `path` into a module: a `.json` map document
+/// imported (ops located at their JSON paths) or a `.mlir` file parsed. A
+/// file that holds no parameter, or holds transfer plans, is refused: it is
+/// not a map. Emits a diagnostic and returns null on failure.
+mlir::OwningOpRef<mlir::ModuleOp> readMapModule(llvm::StringRef path,
+                                                mlir::MLIRContext *context);
 
 /// Writes the map document of every `ucp.param` in `module` to `os`.
 mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,

@@ -14,6 +14,7 @@
 
 #include "ucp/Map/ParamMap.h"
 #include "ucp/Runtime/DType.h"
+#include "ucp/Support/OutputFile.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -62,7 +63,7 @@ private:
 constexpr int64_t kCacheLineBytes = 64;
 
 /// A safetensors file being written through a writable mapping of a
-/// temporary file next to its final path.
+/// temporary file next to its final path (an OutputFile).
 class SafetensorsWriter {
 public:
   /// Creates the temporary file for `tensors` (name, dtype, shape) at full
@@ -88,13 +89,13 @@ public:
 
 private:
   SafetensorsWriter() = default;
-  std::string path, temporaryPath;
+  std::string path;
+  std::unique_ptr<OutputFile> output;
   std::vector<TensorInfo> tensors;
   /// Index in `tensors` by name: checkpoints have tens of thousands.
   llvm::StringMap<size_t> indexByName;
   int64_t dataStart = 0;
   std::unique_ptr<llvm::sys::fs::mapped_file_region> region;
-  bool committed = false;
 };
 
 } // namespace ucp

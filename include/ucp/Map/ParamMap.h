@@ -61,6 +61,11 @@ struct Shard {
   int64_t rank = 0;
   Extents shape;
   std::vector<Piece> pieces;
+
+  bool operator==(const Shard &other) const {
+    return rank == other.rank && shape == other.shape &&
+           pieces == other.pieces;
+  }
 };
 
 /// The map of one parameter over a group of `worldSize` ranks (spec §2.2).
@@ -73,6 +78,12 @@ struct ParamMap {
   /// For a vocabulary padded to an even split: the number of real rows of
   /// dimension 0 (the rest is padding carried in F, spec §8.1).
   std::optional<int64_t> originalVocabSize;
+
+  bool operator==(const ParamMap &other) const {
+    return name == other.name && logicalShape == other.logicalShape &&
+           worldSize == other.worldSize && shards == other.shards &&
+           originalVocabSize == other.originalVocabSize;
+  }
 };
 
 //===----------------------------------------------------------------------===//

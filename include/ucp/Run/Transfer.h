@@ -3,8 +3,10 @@
 // The engine of affine-run. Extract, rebuild and reshard are one operation:
 // tensors laid out by source maps in source files become tensors laid out
 // by target maps in target files. Extract's source (and rebuild's target)
-// is the full tensor, one rank holding all of F. Per parameter the maps are
-// composed into a plan, the plan is lowered and executed straight from the
+// is the full tensor, one rank holding all of F. The plans come from the
+// reshard pipeline (ucp/Dialect/UCP/Transforms/ReshardPipeline.h: maps
+// verified, composed and lowered to copy programs); the engine checks the
+// files against the maps and executes each program straight from the
 // memory-mapped inputs into the memory-mapped outputs, so the only memory
 // used beyond the files is the plan. Outputs are written under temporary
 // names and renamed only when every parameter succeeded.
@@ -15,6 +17,7 @@
 #define UCP_RUN_TRANSFER_H
 
 #include "ucp/Plan/TransferPlan.h"
+#include "ucp/Runtime/CopyProgram.h"
 #include "ucp/Runtime/DType.h"
 
 #include "llvm/Support/Error.h"
@@ -39,8 +42,9 @@ struct TransferOptions {
   /// Worker threads (0: every core this process may run on).
   unsigned threads = 0;
   /// The power of the scale the tensors carry: 1 for parameters, -1 and -2
-  /// for Adam's moments. A power other than 1 is refused where any piece is
-  /// scaled (spec §2.1: lr and eps live in the scaled coordinate).
+  /// for Adam's moments; the programs must have been lowered with it. Every
+  /// piece's scale raised to it, and its inverse, must be a factor the
+  /// tensor's element type can take (isRepresentableFactor).
   int scalePower = 1;
   /// Compare every replicated block across all its holders first.
   bool checkReplicas = false;
@@ -51,6 +55,7 @@ struct TransferOptions {
   /// returning (msync and fsync): a machine that crashes after the run
   /// still holds them. Off, they are left to the page cache.
   bool syncOutputs = true;
+  /// The replica policy the plans are made with.
   ReplicaPolicy policy;
   /// Called about once a second with (parameters done, parameters, bytes
   /// written so far).
@@ -75,11 +80,20 @@ TransferSide getFullTensorSide(llvm::ArrayRef<ParamMap> maps,
 /// per rank of the largest world, and the rank files of `dir` beyond it.
 TransferSide getShardSide(std::vector<ParamMap> maps, llvm::StringRef dir);
 
-/// Moves every parameter from `source` to `target`. Nothing is written
-/// unless everything succeeds.
+/// Moves every parameter from `source` to `target` with `programs`, the
+/// copy program of each parameter by name (from planTransfers, which
+/// verified both maps). Nothing is written unless everything succeeds.
 llvm::Expected<TransferStats> runTransfer(const TransferSide &source,
                                           const TransferSide &target,
+                                          const TransferPrograms &programs,
                                           const TransferOptions &options);
+
+/// Refuses a piece of `map` whose scale, raised to `scalePower`, or its
+/// inverse is a factor elements of `type` cannot take, naming the
+/// parameter, rank and piece: extract multiplies by the one, rebuild by the
+/// other, and 1e-300 on F32 would give zeros one way and infinities the
+/// other.
+llvm::Error checkScalesFit(const ParamMap &map, DType type, int scalePower);
 
 /// Writes the full tensors of every parameter of `maps` to `file`, filled
 /// with pseudo-random finite values of `type` (parameter i from seed

@@ -14,6 +14,7 @@
 #define UCP_RUNTIME_COPYPROGRAM_H
 
 #include "ucp/Plan/TransferPlan.h"
+#include "ucp/Runtime/DType.h"
 
 #include "llvm/Support/Error.h"
 
@@ -42,6 +43,7 @@ struct StridedFill {
 };
 
 /// A plan ready to execute. Buffers are numbered by rank on each side.
+/// Copies and fills have at most kMaxCopyRank dimensions.
 struct CopyProgram {
   std::vector<BufferPairCopies> pairs;
   std::vector<StridedFill> fills;
@@ -54,6 +56,15 @@ struct CopyProgram {
 /// along their outermost dimension.
 constexpr int64_t kMaxCopyElements = int64_t(1) << 20;
 
+/// The most dimensions a copy or fill of a program has (the CUDA kernels'
+/// descriptors hold this many). A view with more, once its contiguous
+/// dimensions are merged, is split into one copy per index of its outer
+/// dimensions: exact on every executor, whatever the rank.
+constexpr size_t kMaxCopyRank = 8;
+
+/// The copy programs of a transfer, by parameter name.
+using TransferPrograms = std::map<std::string, CopyProgram>;
+
 /// Lowers `plan`, raising every segment's scale to `scalePower` (the power
 /// of the scale the moved tensor carries: 1 for a parameter, -1 and -2 for
 /// Adam's moments, spec §2.1).
@@ -64,6 +75,13 @@ CopyProgram lowerPlan(const TransferPlan &plan, int scalePower = 1);
 /// scaled coordinate, so rescaled moments alone would change the training
 /// trajectory (spec §2.1). A scaled parameter (power 1) always passes.
 llvm::Error checkScalePower(const TransferPlan &plan, int scalePower);
+
+/// Refuses a program whose copies scale elements of `type` by a factor
+/// `isRepresentableFactor` rejects (a scale on an integer tensor, or one that
+/// underflows or overflows the float type), naming parameter `name` and the
+/// ranks of the copy.
+llvm::Error checkFactors(const CopyProgram &program, DType type,
+                         llvm::StringRef name);
 
 /// Returns `plan` rewritten in its executable form: what `lowerPlan` does
 /// to the copies (dimensions normalized, huge copies split, scales raised to

@@ -9,10 +9,12 @@
 #ifndef UCP_RUNTIME_DTYPE_H
 #define UCP_RUNTIME_DTYPE_H
 
+#include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/StringRef.h"
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace ucp {
 
@@ -40,6 +42,11 @@ inline constexpr DType kAllDTypes[] = {
 /// Returns the size of one element in bytes.
 int64_t getElementSize(DType type);
 
+/// Returns the bytes of a tensor of `shape` and `type`, or nothing when an
+/// extent is negative or the count overflows int64. Every byte size of a
+/// tensor, buffer or file is computed with it.
+std::optional<int64_t> getNumBytes(llvm::ArrayRef<int64_t> shape, DType type);
+
 /// Returns the safetensors name ("F32", "BF16", "F8_E4M3", ...).
 llvm::StringRef getSafetensorsName(DType type);
 
@@ -53,6 +60,17 @@ std::optional<DType> parseDTypeName(llvm::StringRef name);
 /// Whether elements of `type` can be multiplied by a scale: the float
 /// types, 8-bit ones included.
 bool isFloatingPoint(DType type);
+
+/// Whether elements of `type` can be multiplied by `factor` without the
+/// factor itself leaving the type: for the float types, |factor| lies in
+/// the range of the type's normal numbers (for F32, [2^-126, 2^128)), so
+/// that the product of a value of magnitude about 1 neither underflows to
+/// zero (1e-300 on F32) nor overflows; for every other type, `factor` is 1.
+bool isRepresentableFactor(DType type, double factor);
+
+/// Returns the range of magnitudes `isRepresentableFactor` accepts for a
+/// float `type`, as "[1.17549435e-38, 3.40282347e+38]".
+std::string describeFactorRange(DType type);
 
 /// Multiplies `count` elements of `type` at `data` (which need not be
 /// aligned to the element size) by `factor` in place, rounding to nearest

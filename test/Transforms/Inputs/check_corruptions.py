@@ -109,7 +109,7 @@ KINDS = ["uncovered", "overlap", "zero-scale", "out-of-bounds", "hole"]
 
 
 def refuse_with_affine_opt(affine_opt, doc, workdir, clean_doc):
-    run = subprocess.run([affine_opt, doc, "--ucp-verify", "-o", os.devnull],
+    run = subprocess.run([affine_opt, doc, "--ucp-verify", "-o", "-"],
                          capture_output=True, text=True)
     return run, True
 

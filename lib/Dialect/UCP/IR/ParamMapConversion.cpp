@@ -38,6 +38,14 @@ ParamMap ucp::toParamMap(ParamOp param) {
   return map;
 }
 
+PieceOp ucp::buildPieceOp(OpBuilder &builder, Location loc,
+                          const Piece &piece) {
+  return builder.create<PieceOp>(loc, piece.shape, piece.source.offset,
+                                 piece.source.strides, piece.dest.offset,
+                                 piece.dest.strides, piece.locations,
+                                 llvm::APFloat(piece.scale));
+}
+
 ParamOp ucp::buildParamOp(OpBuilder &builder, Location loc, const ParamMap &map,
                           MapLocationFn locate) {
   auto at = [&](int shard, int piece) {
@@ -54,12 +62,8 @@ ParamOp ucp::buildParamOp(OpBuilder &builder, Location loc, const ParamMap &map,
     auto shardOp =
         builder.create<ShardOp>(at(shardIndex, -1), shard.rank, shard.shape);
     builder.createBlock(&shardOp.getBody());
-    for (auto [pieceIndex, piece] : llvm::enumerate(shard.pieces)) {
-      builder.create<PieceOp>(at(shardIndex, pieceIndex), piece.shape,
-                              piece.source.offset, piece.source.strides,
-                              piece.dest.offset, piece.dest.strides,
-                              piece.locations, llvm::APFloat(piece.scale));
-    }
+    for (auto [pieceIndex, piece] : llvm::enumerate(shard.pieces))
+      buildPieceOp(builder, at(shardIndex, pieceIndex), piece);
   }
   return param;
 }

@@ -1,11 +1,15 @@
 //===- CanonicalizeMaps.cpp - The --ucp-canonicalize pass -----------------===//
 //
-// Replaces every `ucp.param` by the op of its canonical map. The algorithm
-// lives in ucp/Canonical; the pass converts to and from the plain map.
+// Brings every `ucp.param` to canonical form in place. The algorithm lives
+// in ucp/Canonical; the pass edits only what differs from its result: shards
+// out of rank order are moved, the pieces of a shard that is not canonical
+// are replaced, and everything else (the param, its attributes, locations
+// and canonical shards) is left as it is.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Canonical/Canonicalize.h"
+#include "ucp/Dialect/UCP/Analysis/MapVerification.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 
@@ -26,25 +30,51 @@ struct UCPCanonicalizePass
 
 } // namespace
 
+/// Rewrites `param` into `canonical` (its canonical map): shards in rank
+/// order, and new pieces, located at their shard, where they differ.
+static void rewriteInPlace(ParamOp param, const ParamMap &canonical) {
+  Block &body = param.getBody().front();
+  std::map<int64_t, ShardOp> shardOfRank;
+  for (ShardOp shard : param.getShards())
+    shardOfRank[shard.getRank()] = shard;
+  // Moving each shard to the end in rank order leaves them sorted; a shard
+  // already in place is moved too, which changes nothing but its position.
+  for (const Shard &shard : canonical.shards) {
+    ShardOp op = shardOfRank.at(shard.rank);
+    op->moveBefore(&body, body.end());
+    std::vector<Piece> current;
+    for (PieceOp piece : op.getPieces())
+      current.push_back(toPiece(piece));
+    if (current == shard.pieces)
+      continue;
+    Block &pieces = op.getBody().front();
+    while (!pieces.empty())
+      pieces.back().erase();
+    OpBuilder builder = OpBuilder::atBlockEnd(&pieces);
+    for (const Piece &piece : shard.pieces)
+      buildPieceOp(builder, op.getLoc(), piece);
+  }
+}
+
 void UCPCanonicalizePass::runOnOperation() {
-  for (ParamOp param :
-       llvm::make_early_inc_range(getOperation().getOps<ParamOp>())) {
-    llvm::Expected<ParamMap> canonical =
-        canonicalizeParamMap(toParamMap(param));
+  bool changed = false, failedOnce = false;
+  forEachParam(getOperation(), [&](ParamOp param) {
+    if (failedOnce)
+      return;
+    ParamMap map = toParamMap(param);
+    llvm::Expected<ParamMap> canonical = canonicalizeParamMap(map);
     if (!canonical) {
       param.emitError(llvm::toString(canonical.takeError()));
-      return signalPassFailure();
+      failedOnce = true;
+      return;
     }
-    // New pieces are located at their shard; shards and the param keep
-    // their own locations.
-    std::vector<Location> shardLocs;
-    for (ShardOp shard : param.getShards())
-      shardLocs.push_back(shard.getLoc());
-    OpBuilder builder(param);
-    buildParamOp(builder, param.getLoc(), *canonical,
-                 [&](int shard, int piece) -> Location {
-                   return shard < 0 ? param.getLoc() : shardLocs[shard];
-                 });
-    param.erase();
-  }
+    if (*canonical == map)
+      return;
+    rewriteInPlace(param, *canonical);
+    changed = true;
+  });
+  if (failedOnce)
+    return signalPassFailure();
+  if (!changed)
+    markAllAnalysesPreserved();
 }

@@ -1,11 +1,12 @@
 //===- LowerCopies.cpp - The --ucp-lower-copies pass ----------------------===//
 //
-// Plans (and maps, as their extraction from the full tensor) become copy
-// programs in executable form; the work is ucp::getExecutablePlan.
+// Plans (and verified maps, as their extraction from the full tensor)
+// become copy programs in executable form; the work is
+// ucp::getExecutablePlan.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
+#include "ucp/Dialect/UCP/Analysis/MapVerification.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Plan/Compose.h"
@@ -25,35 +26,59 @@ struct UCPLowerCopiesPass
     : public ucp::impl::UCPLowerCopiesPassBase<UCPLowerCopiesPass> {
   using UCPLowerCopiesPassBase::UCPLowerCopiesPassBase;
   void runOnOperation() override;
+
+private:
+  /// Returns the plan `op` (a param or a plan) stands for, or fails after
+  /// reporting why.
+  FailureOr<TransferPlan> getPlan(Operation *op, SentElements &sent);
 };
 
 } // namespace
 
+FailureOr<TransferPlan> UCPLowerCopiesPass::getPlan(Operation *op,
+                                                    SentElements &sent) {
+  if (auto planOp = dyn_cast<PlanOp>(op))
+    return toTransferPlan(planOp);
+  auto param = cast<ParamOp>(op);
+  const MapVerification &verification =
+      getMapVerification(getAnalysisManager(), getOperation(), param);
+  if (failed(verification.emitViolations(param)))
+    return failure();
+  const ParamMap &map = verification.getMap();
+  llvm::Expected<TransferPlan> extract =
+      composeMaps(getFullTensorMap(map), map, {}, sent);
+  if (!extract) {
+    param.emitError(llvm::toString(extract.takeError()));
+    return failure();
+  }
+  return std::move(*extract);
+}
+
 void UCPLowerCopiesPass::runOnOperation() {
+  if (isa<ParamOp, PlanOp>(getOperation())) {
+    getOperation()->emitError("--ucp-lower-copies replaces the ops it lowers, "
+                              "so it runs on the op holding them (a module)");
+    return signalPassFailure();
+  }
+  // Params and plans nested anywhere; neither has the other inside.
+  std::vector<Operation *> ops;
+  getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (!isa<ParamOp, PlanOp>(op))
+      return WalkResult::advance();
+    ops.push_back(op);
+    return WalkResult::skip();
+  });
   SentElements sent;
-  for (Operation &op :
-       llvm::make_early_inc_range(getOperation().getBody()->getOperations())) {
-    std::optional<TransferPlan> plan;
-    if (auto param = dyn_cast<ParamOp>(op)) {
-      ParamMap map = toParamMap(param);
-      llvm::Expected<TransferPlan> extract =
-          composeMaps(getFullTensorMap(map), map, {}, sent);
-      if (!extract) {
-        param.emitError(llvm::toString(extract.takeError()));
-        return signalPassFailure();
-      }
-      plan = std::move(*extract);
-    } else if (auto planOp = dyn_cast<PlanOp>(op)) {
-      plan = toTransferPlan(planOp);
-    } else {
-      continue;
-    }
+  for (Operation *op : ops) {
+    FailureOr<TransferPlan> plan = getPlan(op, sent);
+    if (failed(plan))
+      return signalPassFailure();
     if (llvm::Error error = checkScalePower(*plan, scalePower)) {
-      op.emitError(llvm::toString(std::move(error)));
+      op->emitError(llvm::toString(std::move(error)));
       return signalPassFailure();
     }
-    OpBuilder builder(&op);
-    buildPlanOp(builder, op.getLoc(), getExecutablePlan(*plan, scalePower));
-    op.erase();
+    OpBuilder builder(op);
+    buildPlanOp(builder, op->getLoc(), getExecutablePlan(*plan, scalePower));
+    op->erase();
   }
 }

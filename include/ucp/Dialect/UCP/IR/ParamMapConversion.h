@@ -24,6 +24,10 @@ ParamMap toParamMap(ParamOp param);
 /// param op, `piece` is -1 for a shard op.
 using MapLocationFn = llvm::function_ref<mlir::Location(int shard, int piece)>;
 
+/// Builds the `ucp.piece` op of `piece` at the builder's insertion point.
+PieceOp buildPieceOp(mlir::OpBuilder &builder, mlir::Location loc,
+                     const Piece &piece);
+
 /// Builds the `ucp.param` op of `map` at the builder's insertion point. With
 /// no `locate`, every op gets `loc`.
 ParamOp buildParamOp(mlir::OpBuilder &builder, mlir::Location loc,

@@ -4,6 +4,8 @@
 #define UCP_DIALECT_UCP_TRANSFORMS_PASSES_H
 
 #include "mlir/IR/BuiltinOps.h"
+#include "ucp/Plan/TransferPlan.h"
+
 #include "mlir/Pass/Pass.h"
 
 #include <memory>
@@ -15,6 +17,12 @@ namespace ucp {
 
 #define GEN_PASS_REGISTRATION
 #include "ucp/Dialect/UCP/Transforms/Passes.h.inc"
+
+/// Creates the compose pass with its target maps in memory: `targets`, a
+/// module of ucp.param ops that must outlive the pass, replaces the
+/// `target` option, and `policy` the policy options.
+std::unique_ptr<mlir::Pass> createUCPComposePass(mlir::ModuleOp targets,
+                                                 const ReplicaPolicy &policy);
 
 } // namespace ucp
 

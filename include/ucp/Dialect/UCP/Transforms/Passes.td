@@ -5,11 +5,12 @@
 
 include "mlir/Pass/PassBase.td"
 
-def UCPVerifyPass : Pass<"ucp-verify", "mlir::ModuleOp"> {
+def UCPVerifyPass : Pass<"ucp-verify"> {
   let summary = "Check coverage (P1), homogeneity (P5) and shard tiling of every parameter map";
   let description = [{
     Runs the whole-map analyses of `ucp/Analysis/MapVerifier.h` on every
-    `ucp.param` of the module, in order:
+    `ucp.param` nested anywhere in the op it runs on (a module, a nested
+    module, or a param itself), in order:
 
     * **P1 coverage**: every element of F is held by some piece;
     * **P5 homogeneity**: pieces sharing an element of F declare the same
@@ -26,14 +27,18 @@ def UCPVerifyPass : Pass<"ucp-verify", "mlir::ModuleOp"> {
     elements are affected, and fails.
 
     The op verifiers have already checked every local invariant (bounds,
-    locations, scale) when this pass runs.
+    locations, scale) when this pass runs. The result is the
+    `MapVerification` analysis of each param, which this pass preserves and
+    `--ucp-compose` and `--ucp-lower-copies` require: run first, it is
+    computed once for all three.
   }];
 }
 
-def UCPCanonicalizePass : Pass<"ucp-canonicalize", "mlir::ModuleOp"> {
+def UCPCanonicalizePass : Pass<"ucp-canonicalize"> {
   let summary = "Rewrite every parameter map into canonical form";
   let description = [{
-    Rewrites the pieces of every shard into the canonical form of
+    Rewrites the pieces of every shard of every `ucp.param` nested anywhere
+    in the op it runs on into the canonical form of
     `docs/Canonicalization.md`, without changing which element of F goes
     where in any shard:
 
@@ -44,9 +49,12 @@ def UCPCanonicalizePass : Pass<"ucp-canonicalize", "mlir::ModuleOp"> {
       a change of `locations` or `scale`;
     * every source has F's rank and row-major strides; a dimension of extent
       1 gets the dest stride it would have if contiguous with the one inside
-      it; pieces are ordered by dest offset; empty pieces are dropped.
+      it; pieces are ordered by dest offset; empty pieces are dropped;
+    * shards are ordered by rank.
 
-    The pass is idempotent. Example (rank 0 of a column split written row by
+    Only what is not canonical changes: a param already canonical is left
+    as it is, attributes and locations included, and so is every shard
+    whose pieces are. The pass is idempotent. Example (rank 0 of a column split written row by
     row):
 
     ```mlir
@@ -62,15 +70,21 @@ def UCPCanonicalizePass : Pass<"ucp-canonicalize", "mlir::ModuleOp"> {
   }];
 }
 
-def UCPComposePass : Pass<"ucp-compose", "mlir::ModuleOp"> {
+def UCPComposePass : Pass<"ucp-compose"> {
   let summary = "Compose the source maps with target maps into transfer plans";
   let description = [{
-    Replaces every `ucp.param` (the source map, M_s) by the `ucp.plan` that
-    fills the shards of the same parameter in the target map (M_t, read
-    from `target`, a `.json` map document or a `.mlir` file): M_t o M_s^-1,
-    computed from the pieces alone, without building F
-    (docs/Composition.md). Both maps must hold the same parameters; their
-    world sizes may differ.
+    Replaces every `ucp.param` nested anywhere in the op it runs on (the
+    source map, M_s) by the `ucp.plan` that fills the shards of the same
+    parameter in the target map (M_t, read once, when the pass is
+    initialized, from `target`: a `.json` map document or a `.mlir` file):
+    M_t o M_s^-1, computed from the pieces alone, without building F
+    (docs/Composition.md). Both maps must hold the same parameters, each
+    once; their world sizes may differ.
+
+    Both maps must verify (P1, P5, shard tiling; the `MapVerification`
+    analysis of `--ucp-verify`): a hole in the source would otherwise become
+    a fill of zeros in place of real data. Their violations are reported as
+    `--ucp-verify` reports them, and the pass fails.
 
     `policy` picks one of several ranks holding the same data (the IR states
     the fact, the planner decides): `lowest`; `local` (the target rank
@@ -94,7 +108,7 @@ def UCPComposePass : Pass<"ucp-compose", "mlir::ModuleOp"> {
   ];
 }
 
-def UCPLowerCopiesPass : Pass<"ucp-lower-copies", "mlir::ModuleOp"> {
+def UCPLowerCopiesPass : Pass<"ucp-lower-copies"> {
   let summary = "Lower maps and plans to executable copy programs";
   let description = [{
     Rewrites every `ucp.plan` into the copy program executors run
@@ -105,7 +119,9 @@ def UCPLowerCopiesPass : Pass<"ucp-lower-copies", "mlir::ModuleOp"> {
     scale is raised to `scale-power` (1 for parameters, -1 and -2 for
     Adam's moments; a rescaling plan is refused for a power other than 1,
     spec §2.1). Every `ucp.param` becomes the program that extracts it
-    from its full tensor (source rank 0).
+    from its full tensor (source rank 0); it must verify, as for
+    `--ucp-compose`. Plans and params nested anywhere in the op the pass
+    runs on are reached.
 
     ```mlir
     ucp.copy [2, 4, 8] from 0 at 0 [32, 8, 1] to 0 [32, 8, 1]

@@ -1,0 +1,78 @@
+//===- OutputFile.h - Writing the tools' outputs safely ---------*- C++ -*-===//
+//
+// Every file a tool writes goes through OutputFile, so that every output
+// behaves the same way:
+//
+//  * it is written under a temporary name beside its destination and renamed
+//    into place by commit(): a failed or interrupted run leaves no partial
+//    output, and an existing file is replaced whole or not at all;
+//  * a destination that exists and is not a regular file (a directory,
+//    FIFO, socket or device, /dev/null included) is refused, never replaced
+//    or removed; "-" writes to standard output instead, which may be
+//    redirected anywhere;
+//  * a destination that is a symbolic link is followed: the file it points
+//    to is replaced and the link is kept; a link to nothing is refused;
+//  * temporaries are named `<destination>.tmp-<host>-<pid>-<random>`; a run
+//    killed with SIGKILL cannot remove its own, so each run removes, in a
+//    folder it writes to, the temporaries of processes of this host that no
+//    longer exist.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_SUPPORT_OUTPUTFILE_H
+#define UCP_SUPPORT_OUTPUTFILE_H
+
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <memory>
+#include <string>
+
+namespace ucp {
+
+/// An output being written; removed unless committed.
+class OutputFile {
+public:
+  /// Starts writing `path` ("-": standard output). Refuses a destination
+  /// that exists and is not a regular file, or whose folder does not exist.
+  static llvm::Expected<std::unique_ptr<OutputFile>>
+  create(llvm::StringRef path);
+  ~OutputFile();
+  OutputFile(const OutputFile &) = delete;
+  OutputFile &operator=(const OutputFile &) = delete;
+
+  /// The stream writing the temporary file (or standard output).
+  llvm::raw_ostream &os();
+  /// The descriptor of the temporary file, for writers that map it; -1 for
+  /// standard output.
+  int getDescriptor() const { return descriptor; }
+  /// The destination as given, for messages.
+  llvm::StringRef getPath() const { return path; }
+  /// Whether this writes standard output.
+  bool isStandardOutput() const { return path == "-"; }
+
+  /// Closes the file and renames it into place. With `durable`, waits first
+  /// until its data is on disk, so that a crash after the rename cannot
+  /// leave an empty or partial file under the final name.
+  llvm::Error commit(bool durable = false);
+
+private:
+  OutputFile() = default;
+  std::string path;
+  /// Where the file lands once committed: `path`, links followed.
+  std::string destination;
+  std::string temporary;
+  int descriptor = -1;
+  std::unique_ptr<llvm::raw_fd_ostream> stream;
+  bool committed = false;
+};
+
+/// Writes `path` ("-": standard output) with what `write` prints, through
+/// an OutputFile: nothing is left at `path` unless `write` succeeds.
+llvm::Error
+writeOutputFile(llvm::StringRef path,
+                llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
+
+} // namespace ucp
+
+#endif // UCP_SUPPORT_OUTPUTFILE_H

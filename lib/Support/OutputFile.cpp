@@ -1,0 +1,221 @@
+//===- OutputFile.cpp - Writing the tools' outputs safely -----------------===//
+
+#include "ucp/Support/OutputFile.h"
+#include "ucp/Support/InputFile.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Signals.h"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <fcntl.h>
+#include <mutex>
+#include <sys/stat.h>
+#include <unistd.h>
+
+using namespace ucp;
+namespace fs = llvm::sys::fs;
+
+static llvm::Error refuse(llvm::StringRef path, const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 path + ": " + why.str());
+}
+
+/// This host's name as temporaries carry it: letters, digits and dots.
+static const std::string &getHostTag() {
+  static const std::string tag = [] {
+    char name[256] = {0};
+    if (::gethostname(name, sizeof(name) - 1) != 0)
+      return std::string("host");
+    std::string text;
+    for (char c : llvm::StringRef(name))
+      text += llvm::isAlnum(c) || c == '.' ? c : '_';
+    return text.empty() ? std::string("host") : text;
+  }();
+  return tag;
+}
+
+/// The temporaries this process has open, which are not stale.
+static std::mutex liveMutex;
+static llvm::StringSet<> &getLiveTemporaries() {
+  static llvm::StringSet<> live;
+  return live;
+}
+
+/// Returns the process that made the temporary `name` if this host's
+/// naming scheme says so: `<base>.tmp-<host>-<pid>-<6 characters>`.
+static std::optional<pid_t> getTemporaryOwner(llvm::StringRef name) {
+  std::string marker = ".tmp-" + getHostTag() + "-";
+  size_t at = name.rfind(marker);
+  if (at == llvm::StringRef::npos || at == 0)
+    return std::nullopt;
+  llvm::StringRef rest = name.substr(at + marker.size());
+  auto [pidText, random] = rest.split('-');
+  unsigned long long pid;
+  if (random.size() != 6 || pidText.getAsInteger(10, pid) || pid == 0)
+    return std::nullopt;
+  return static_cast<pid_t>(pid);
+}
+
+/// Removes, once per folder and process, the temporaries in `folder` whose
+/// process of this host is gone (killed before it could remove them).
+static void removeStaleTemporaries(llvm::StringRef folder) {
+  static llvm::StringSet<> swept;
+  std::lock_guard<std::mutex> lock(liveMutex);
+  if (!swept.insert(folder).second)
+    return;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    std::optional<pid_t> owner = getTemporaryOwner(name);
+    if (!owner || getLiveTemporaries().contains(it->path()))
+      continue;
+    bool gone = *owner == ::getpid() ||
+                (::kill(*owner, 0) != 0 && errno == ESRCH);
+    if (gone && it->type() == fs::file_type::regular_file)
+      fs::remove(it->path());
+  }
+}
+
+namespace {
+/// Where an output lands, and the permissions of the file it replaces.
+struct Destination {
+  std::string path;
+  std::optional<mode_t> replacedMode;
+};
+} // namespace
+
+/// Resolves the destination of `path`: itself, or for a symbolic link the
+/// file it points to. Refuses what is not, or would not be, a regular file.
+static llvm::Expected<Destination> resolveDestination(llvm::StringRef path) {
+  llvm::SmallString<256> text(path);
+  struct stat status;
+  if (::lstat(text.c_str(), &status) != 0) {
+    if (errno != ENOENT)
+      return refuse(path, std::string("cannot stat: ") + std::strerror(errno));
+    llvm::SmallString<256> folder(llvm::sys::path::parent_path(path));
+    if (folder.empty())
+      folder = ".";
+    if (!fs::is_directory(folder))
+      return refuse(path, "cannot write: the folder " + folder +
+                              " does not exist");
+    return Destination{path.str(), std::nullopt};
+  }
+  std::string destination = path.str();
+  if (S_ISLNK(status.st_mode)) {
+    llvm::SmallString<256> resolved;
+    if (fs::real_path(path, resolved))
+      return refuse(path, "is a symbolic link to a file that does not "
+                          "exist; write to the file it should point to");
+    destination = resolved.str().str();
+    if (::stat(destination.c_str(), &status) != 0)
+      return refuse(path, std::string("cannot stat: ") + std::strerror(errno));
+  }
+  if (!S_ISREG(status.st_mode))
+    return refuse(path, std::string("exists and is ") +
+                            describeFileKind(status.st_mode) +
+                            ", not a regular file; outputs never replace "
+                            "anything else (write to '-' and redirect "
+                            "standard output instead)");
+  return Destination{destination, status.st_mode & 07777};
+}
+
+llvm::Expected<std::unique_ptr<OutputFile>>
+OutputFile::create(llvm::StringRef path) {
+  auto file = std::unique_ptr<OutputFile>(new OutputFile());
+  file->path = path.str();
+  if (path == "-")
+    return file;
+  llvm::Expected<Destination> destination = resolveDestination(path);
+  if (!destination)
+    return destination.takeError();
+  file->destination = std::move(destination->path);
+  llvm::StringRef folder = llvm::sys::path::parent_path(file->destination);
+  removeStaleTemporaries(folder.empty() ? "." : folder);
+
+  llvm::SmallString<256> temporary;
+  std::string model = file->destination + ".tmp-" + getHostTag() + "-" +
+                      std::to_string(::getpid()) + "-%%%%%%";
+  if (std::error_code ec =
+          fs::createUniqueFile(model, file->descriptor, temporary))
+    return refuse(path, "cannot create a temporary file beside it: " +
+                            ec.message());
+  file->temporary = temporary.str().str();
+  // A replaced file keeps its permissions: a private file stays private.
+  if (destination->replacedMode)
+    (void)::fchmod(file->descriptor, *destination->replacedMode);
+  {
+    std::lock_guard<std::mutex> lock(liveMutex);
+    getLiveTemporaries().insert(file->temporary);
+  }
+  // An interrupted run (Ctrl-C, a batch system's SIGTERM) leaves nothing.
+  llvm::sys::RemoveFileOnSignal(file->temporary);
+  return file;
+}
+
+OutputFile::~OutputFile() {
+  stream.reset();
+  if (descriptor >= 0)
+    ::close(descriptor);
+  if (!committed && !temporary.empty()) {
+    fs::remove(temporary);
+    llvm::sys::DontRemoveFileOnSignal(temporary);
+  }
+  if (!temporary.empty()) {
+    std::lock_guard<std::mutex> lock(liveMutex);
+    getLiveTemporaries().erase(temporary);
+  }
+}
+
+llvm::raw_ostream &OutputFile::os() {
+  if (isStandardOutput())
+    return llvm::outs();
+  if (!stream)
+    stream = std::make_unique<llvm::raw_fd_ostream>(descriptor,
+                                                    /*shouldClose=*/false);
+  return *stream;
+}
+
+llvm::Error OutputFile::commit(bool durable) {
+  if (isStandardOutput()) {
+    llvm::outs().flush();
+    committed = true;
+    return llvm::Error::success();
+  }
+  if (stream) {
+    stream->flush();
+    if (stream->has_error()) {
+      std::error_code ec = stream->error();
+      stream->clear_error();
+      return refuse(path, "cannot write: " + ec.message());
+    }
+  }
+  if (durable && ::fsync(descriptor) != 0)
+    return refuse(path, std::string("cannot write to disk: ") +
+                            std::strerror(errno));
+  stream.reset();
+  ::close(descriptor);
+  descriptor = -1;
+  if (std::error_code ec = fs::rename(temporary, destination))
+    return refuse(path, "cannot rename the finished file into place: " +
+                            ec.message());
+  committed = true;
+  llvm::sys::DontRemoveFileOnSignal(temporary);
+  return llvm::Error::success();
+}
+
+llvm::Error ucp::writeOutputFile(
+    llvm::StringRef path,
+    llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {
+  llvm::Expected<std::unique_ptr<OutputFile>> file = OutputFile::create(path);
+  if (!file)
+    return file.takeError();
+  if (llvm::Error error = write((*file)->os()))
+    return error;
+  return (*file)->commit();
+}
