@@ -68,8 +68,8 @@ int main() {
                 countCopies(*buildCodegenLayout("qkv", hidden, 8, 4),
                             *buildCodegenLayout("qkv", hidden, 8, 8)));
   std::printf("  bigcode 2 -> 4 (lowest holder): %zu (7)\n",
-              countCopies(buildBigcodeLayout("c", 32, 16, 8, 2),
-                          buildBigcodeLayout("c", 32, 16, 8, 4),
+              countCopies(llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 2)),
+                          llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 4)),
                           {ReplicaPolicy::Lowest}));
   for (int64_t rows : {8, 128})
     std::printf("  Yuan o_proj 4 -> 2, %lld rows: %zu (4)\n", (long long)rows,
@@ -79,8 +79,8 @@ int main() {
   for (int64_t vocab : {13, 32, 100, 50257})
     for (int64_t from : {1, 2, 4, 8})
       for (int64_t to : {1, 2, 4, 8}) {
-        size_t n = countCopies(buildPaddedVocabLayout("e", vocab, 8, from),
-                               buildPaddedVocabLayout("e", vocab, 8, to));
+        size_t n = countCopies(llvm::cantFail(buildPaddedVocabLayout("e", vocab, 8, from)),
+                               llvm::cantFail(buildPaddedVocabLayout("e", vocab, 8, to)));
         worst = std::max<size_t>(worst, n * 100 / (from + to));
       }
   std::printf("  vocabulary, TP in {1,2,4,8}, V in {13,32,100,50257}: at most "

@@ -5,6 +5,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <map>
 #include <unordered_map>
 
 using namespace ucp;
@@ -13,8 +14,11 @@ using llvm::ArrayRef;
 namespace {
 
 /// The sets of ranks holding each element of F, interned: ranks are added
-/// in ascending order, so a set grows by appending and each (set, rank)
-/// step is memoized. Set 0 is the empty set.
+/// in ascending order, so a set is the set it grew from plus one rank, and
+/// each set is stored as that step (a trie). Storing every set whole would
+/// cost the square of the holders of an element held by many ranks (all
+/// 2^20 of a huge world: 2^39 entries); the trie costs one node per set.
+/// Set 0 is the empty set.
 class HolderSets {
 public:
   /// For `entries` index entries into an F of `elements`. A table with a
@@ -22,7 +26,7 @@ public:
   /// elements than the index has entries (as when the index covers F);
   /// otherwise the holders are kept per element held, so that memory stays
   /// in proportion to the index, never to F.
-  HolderSets(int64_t elements, int64_t entries) : sets(1) {
+  HolderSets(int64_t elements, int64_t entries) : nodes(1) {
     if (elements <= entries)
       setOfElement.assign(elements, 0);
     else
@@ -31,14 +35,11 @@ public:
 
   void add(int64_t element, int64_t rank) {
     uint32_t &set = sparse ? setOfHeldElement[element] : setOfElement[element];
-    if (!sets[set].empty() && sets[set].back() == rank)
+    if (set != 0 && nodes[set].rank == rank)
       return; // The same rank holds the element twice.
-    auto [it, inserted] = steps.try_emplace({set, rank}, sets.size());
-    if (inserted) {
-      std::vector<int64_t> grown = sets[set];
-      grown.push_back(rank);
-      sets.push_back(std::move(grown));
-    }
+    auto [it, inserted] = steps.try_emplace({set, rank}, nodes.size());
+    if (inserted)
+      nodes.push_back({set, rank, nodes[set].size + 1});
     set = it->second;
   }
 
@@ -48,15 +49,34 @@ public:
     auto it = setOfHeldElement.find(element);
     return it == setOfHeldElement.end() ? 0 : it->second;
   }
-  ArrayRef<int64_t> getRanks(uint32_t set) const { return sets[set]; }
+  /// The number of ranks in `set`.
+  int64_t getSize(uint32_t set) const { return nodes[set].size; }
+  /// The ranks of `set`, ascending.
+  std::vector<int64_t> getRanks(uint32_t set) const {
+    std::vector<int64_t> ranks(nodes[set].size);
+    for (size_t i = ranks.size(); i-- > 0; set = nodes[set].parent)
+      ranks[i] = nodes[set].rank;
+    return ranks;
+  }
 
 private:
+  struct Node {
+    uint32_t parent;
+    int64_t rank;
+    int64_t size;
+  };
   bool sparse = false;
   std::vector<uint32_t> setOfElement;
   // Not a DenseMap: it reserves two keys that are elements of a large F.
   std::unordered_map<int64_t, uint32_t> setOfHeldElement;
-  std::vector<std::vector<int64_t>> sets;
+  std::vector<Node> nodes;
   llvm::DenseMap<std::pair<uint32_t, int64_t>, uint32_t> steps;
+};
+
+/// A run of consecutive F offsets of one shard with one holder set.
+struct HolderRun {
+  size_t start, end;
+  uint32_t set;
 };
 
 llvm::Error refuse(const IndexMap &indexMap, int64_t rank,
@@ -105,25 +125,18 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
     }
   }
 
-  ParamMap map;
-  map.name = indexMap.name;
-  map.logicalShape = indexMap.logicalShape;
-  map.worldSize = indexMap.worldSize;
+  // Runs of consecutive offsets with one holder set, cut at the end of
+  // every row of F (its innermost dimension), so that folding alone decides
+  // how rows group: a run that happens to continue into the next row in
+  // shard order must not pre-empt a better grouping (codegen with
+  // single-row units).
+  int64_t rowLength = indexMap.logicalShape.empty()
+                          ? 1
+                          : std::max<int64_t>(indexMap.logicalShape.back(), 1);
+  std::vector<std::vector<HolderRun>> runsOfShard;
+  int64_t locations = 0;
   for (const IndexShard &indexShard : indexMap.shards) {
-    Shard &shard = map.shards.emplace_back();
-    shard.rank = indexShard.rank;
-    shard.shape = indexShard.shape;
-
-    // Runs of consecutive offsets with one holder set, cut at the end of
-    // every row of F (its innermost dimension), so that folding alone decides
-    // how rows group: a run that happens to continue into the next row in
-    // shard order must not pre-empt a better grouping (codegen with
-    // single-row units).
-    int64_t rowLength = map.logicalShape.empty()
-                            ? 1
-                            : std::max<int64_t>(map.logicalShape.back(), 1);
-    LabelTable labels;
-    std::vector<FoldBlock> blocks;
+    std::vector<HolderRun> &runs = runsOfShard.emplace_back();
     ArrayRef<int64_t> index = indexShard.index;
     for (size_t start = 0; start < index.size();) {
       uint32_t set = holders.getSet(index[start]);
@@ -131,15 +144,39 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
       while (end < index.size() && index[end] == index[end - 1] + 1 &&
              index[end] % rowLength != 0 && holders.getSet(index[end]) == set)
         ++end;
-      int64_t length = end - start;
-      llvm::SmallVector<MappedBox> mapped;
-      decomposeMappedView({length}, {index[start], {1}},
-                          {static_cast<int64_t>(start), {1}}, map.logicalShape,
-                          Repeats::Collapse, mapped);
-      unsigned label = labels.intern(holders.getRanks(set), 1.0);
-      for (MappedBox &box : mapped)
-        blocks.push_back({std::move(box), label});
+      runs.push_back({start, end, set});
+      // Each run becomes at least one piece listing its holders.
+      locations = std::min(locations + holders.getSize(set), kMaxMapLocations + 1);
       start = end;
+    }
+  }
+  if (std::string error = checkLocationCount(locations); !error.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   "parameter '" + indexMap.name +
+                                       "': " + error);
+
+  ParamMap map;
+  map.name = indexMap.name;
+  map.logicalShape = indexMap.logicalShape;
+  map.worldSize = indexMap.worldSize;
+  for (auto [indexShard, runs] : llvm::zip_equal(indexMap.shards, runsOfShard)) {
+    Shard &shard = map.shards.emplace_back();
+    shard.rank = indexShard.rank;
+    shard.shape = indexShard.shape;
+    LabelTable labels;
+    std::map<uint32_t, unsigned> labelOfSet;
+    std::vector<FoldBlock> blocks;
+    for (const HolderRun &run : runs) {
+      int64_t length = run.end - run.start;
+      llvm::SmallVector<MappedBox> mapped;
+      decomposeMappedView({length}, {indexShard.index[run.start], {1}},
+                          {static_cast<int64_t>(run.start), {1}},
+                          map.logicalShape, Repeats::Collapse, mapped);
+      auto [it, inserted] = labelOfSet.try_emplace(run.set, 0);
+      if (inserted)
+        it->second = labels.intern(holders.getRanks(run.set), 1.0);
+      for (MappedBox &box : mapped)
+        blocks.push_back({std::move(box), it->second});
     }
     shard.pieces =
         buildCanonicalPieces(std::move(blocks), labels, map.logicalShape);

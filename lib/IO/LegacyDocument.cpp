@@ -56,8 +56,55 @@ Error readOptional(const json::Object &object, StringRef key,
   return Error::success();
 }
 
+/// Every key of UNIVERSAL_CHECKPOINT_INFO that DeepSpeed writes or its
+/// converter reads, and the two of DeepSpeed's split rule this reader takes
+/// beside them. Any other key is refused: a misspelt category would leave
+/// its parameters to a later branch of the chain, split another way.
+constexpr StringRef kInfoKeys[] = {
+    "universal_checkpoint_version",
+    "tp_replicated_parameter_patterns",
+    "pipeline_replicated_parameter_patterns",
+    "parameter_to_average_patterns",
+    "parameter_with_2_sub_params_cat_dim_0",
+    "parameter_with_sub_params",
+    "parameter_with_row_parallelism_patterns",
+    "vocabulary_parameter_patterns",
+    "original_vocab_size",
+    "sub_param_shard_widths",
+    "autotp_unsupported_parameter_patterns",
+    "expert_parameter_patterns",
+    "ds_autoep_layers",
+    "autoep_layers",
+    "affine_map",
+    "num_kv_heads",
+    "tp_grain_size",
+};
+
+/// Refuses what the info holds that the lowering cannot honour and must not
+/// ignore: an affine_map (the map itself, which --import-json reads) and
+/// expert-parallel layouts.
+Error checkUnsupportedInfo(const json::Object &info, const JsonPath &path) {
+  if (info.get("affine_map"))
+    return path.field("affine_map")
+        .error("the metadata carries its map already; read it with "
+               "affine-translate --import-json instead of lowering the "
+               "categories around it");
+  for (StringRef key : {"expert_parameter_patterns", "ds_autoep_layers",
+                        "autoep_layers"})
+    if (info.get(key))
+      return path.field(key).error(
+          "expert-parallel (AutoEP) metadata is not lowered by "
+          "--import-legacy; its expert tensors would be split as plain TP "
+          "weights");
+  return Error::success();
+}
+
 Error readCategories(const json::Object &info, const JsonPath &path,
                      LegacyCategories &categories) {
+  if (Error error = checkKeys(info, kInfoKeys, path))
+    return error;
+  if (Error error = checkUnsupportedInfo(info, path))
+    return error;
   std::pair<StringRef, std::vector<std::string> *> lists[] = {
       {"tp_replicated_parameter_patterns", &categories.replicated},
       {"parameter_to_average_patterns", &categories.average},
@@ -83,7 +130,8 @@ Error readCategories(const json::Object &info, const JsonPath &path,
       return entries.takeError();
     for (auto [i, entry] : llvm::enumerate(**entries)) {
       JsonPath entryPath = subsPath.index(i);
-      Expected<const json::Object *> object = getObject(entry, entryPath);
+      Expected<const json::Object *> object = getObjectWithKeys(
+          entry, {"patterns", "shape", "partition_dim"}, entryPath);
       if (!object)
         return object.takeError();
       SubParamCategory &category = categories.subParams.emplace_back();
@@ -140,8 +188,11 @@ Error readCategories(const json::Object &info, const JsonPath &path,
       return object.takeError();
     for (const auto &entry : **object) {
       std::optional<StringRef> reason = entry.second.getAsString();
-      categories.unsupported[entry.first.str()] =
-          reason ? reason->str() : "no reason given";
+      if (!reason)
+        return unsupportedPath.field(entry.first)
+            .error("expected the reason, a string, got " +
+                   getKindName(entry.second));
+      categories.unsupported[entry.first.str()] = reason->str();
     }
   }
   if (Error error = readOptional(info, "original_vocab_size", path,
@@ -155,6 +206,10 @@ Error readCategories(const json::Object &info, const JsonPath &path,
           readOptional(info, "tp_grain_size", path, grain, getInteger))
     return error;
   categories.grainSize = grain.value_or(1);
+  if (const json::Value *version = info.get("universal_checkpoint_version"))
+    if (!version->getAsNumber())
+      return path.field("universal_checkpoint_version")
+          .error("expected a number, got " + getKindName(*version));
   return Error::success();
 }
 

@@ -11,6 +11,8 @@
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
 
+#include <limits>
+
 using namespace ucp;
 using llvm::ArrayRef;
 using llvm::Expected;
@@ -44,9 +46,16 @@ static llvm::Error checkDim(llvm::StringRef name, ArrayRef<int64_t> shape,
   return llvm::Error::success();
 }
 
-ParamMap ucp::buildReplicatedLayout(llvm::StringRef name,
-                                    ArrayRef<int64_t> shape, int64_t tp,
-                                    double scale) {
+Expected<ParamMap> ucp::buildReplicatedLayout(llvm::StringRef name,
+                                              ArrayRef<int64_t> shape,
+                                              int64_t tp, double scale) {
+  // Every one of the tp holders lists all tp of them.
+  int64_t entries;
+  if (llvm::MulOverflow(tp, tp, entries))
+    entries = std::numeric_limits<int64_t>::max();
+  if (std::string error = checkLocationCount(entries); !error.empty())
+    return refuse(name, "replicated on " + std::to_string(tp) + " ranks, " +
+                            error);
   ParamMap map;
   map.name = name.str();
   map.logicalShape.assign(shape.begin(), shape.end());
@@ -69,8 +78,9 @@ ParamMap ucp::buildReplicatedLayout(llvm::StringRef name,
   return map;
 }
 
-ParamMap ucp::buildScaledBiasLayout(llvm::StringRef name,
-                                    ArrayRef<int64_t> shape, int64_t tp) {
+Expected<ParamMap> ucp::buildScaledBiasLayout(llvm::StringRef name,
+                                              ArrayRef<int64_t> shape,
+                                              int64_t tp) {
   return buildReplicatedLayout(name, shape, tp, 1.0 / tp);
 }
 
@@ -144,18 +154,21 @@ std::optional<int64_t> ucp::getPaddedVocabRows(int64_t vocab, int64_t tp) {
   return llvm::checkedMul(vocab / tp + (vocab % tp != 0), tp);
 }
 
-ParamMap ucp::buildPaddedVocabLayout(llvm::StringRef name, int64_t vocab,
-                                     int64_t hidden, int64_t tp) {
+Expected<ParamMap> ucp::buildPaddedVocabLayout(llvm::StringRef name,
+                                               int64_t vocab, int64_t hidden,
+                                               int64_t tp) {
   int64_t rows = *getPaddedVocabRows(vocab, tp);
-  ParamMap map = buildBlockLayout(name, {rows, hidden}, 0,
-                                  getContiguousRuns(Extents(tp, rows / tp)));
-  map.originalVocabSize = vocab;
+  Expected<ParamMap> map = buildBlockLayout(
+      name, {rows, hidden}, 0, getContiguousRuns(Extents(tp, rows / tp)));
+  if (map)
+    map->originalVocabSize = vocab;
   return map;
 }
 
-ParamMap ucp::buildBigcodeLayout(llvm::StringRef name, int64_t qRows,
-                                 int64_t kvRows, int64_t cols, int64_t tp,
-                                 const SplitRule &rule) {
+Expected<ParamMap> ucp::buildBigcodeLayout(llvm::StringRef name,
+                                           int64_t qRows, int64_t kvRows,
+                                           int64_t cols, int64_t tp,
+                                           const SplitRule &rule) {
   std::vector<std::vector<IndexRun>> runs =
       getContiguousRuns(getShardSizes(qRows, tp, rule));
   for (std::vector<IndexRun> &rankRuns : runs)

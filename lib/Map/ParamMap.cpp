@@ -113,6 +113,15 @@ static std::string checkNonNegative(ArrayRef<int64_t> values,
   return {};
 }
 
+std::string ucp::checkLocationCount(int64_t entries) {
+  if (entries <= kMaxMapLocations)
+    return {};
+  return "the map would list " + std::to_string(entries) +
+         " locations over its pieces (each holder of a replicated block "
+         "lists every holder), more than the " +
+         std::to_string(kMaxMapLocations) + " a map may hold";
+}
+
 std::string ucp::checkWorldSize(int64_t worldSize, llvm::StringRef what) {
   if (worldSize < 1)
     return what.str() + " must be positive, got " + std::to_string(worldSize);
@@ -250,5 +259,9 @@ std::string ucp::checkPiece(const Piece &piece, ArrayRef<int64_t> logicalShape,
            " that lists the piece";
   if (!std::isfinite(piece.scale) || piece.scale == 0.0)
     return "scale must be finite and non-zero, got " + formatScale(piece.scale);
+  // The map must be invertible: rebuilding divides by the scale.
+  if (!std::isfinite(1.0 / piece.scale))
+    return "scale " + formatScale(piece.scale) +
+           " has no finite inverse, so no shard could be rebuilt";
   return {};
 }

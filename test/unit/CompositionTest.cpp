@@ -130,13 +130,13 @@ std::vector<ParamMap> libraryLayouts(int64_t tp) {
   add(buildSplitSubParamLayout("qkv", {48, 4}, 0, {32, 8, 8}, tp,
                                {8, 1, "attn.qkv"}));
   add(buildSplitSubParamLayout("gate_up", {20, 4}, 0, {10, 10}, tp));
-  add(buildReplicatedLayout("norm", {6}, tp));
-  maps.push_back(buildScaledBiasLayout("bias", {6}, tp));
-  maps.push_back(buildBigcodeLayout("c_attn", 32, 16, 4, tp));
+  add(llvm::cantFail(buildReplicatedLayout("norm", {6}, tp)));
+  maps.push_back(llvm::cantFail(buildScaledBiasLayout("bias", {6}, tp)));
+  maps.push_back(llvm::cantFail(buildBigcodeLayout("c_attn", 32, 16, 4, tp)));
   add(buildCodegenLayout("qkv_proj", 96, 4, tp));
   add(buildYuanLayout("v_proj", {64, 4}, 0, tp, 16));
   add(buildYuanLayout("o_proj", {4, 64}, 1, tp, 16));
-  maps.push_back(buildPaddedVocabLayout("embed", 13, 3, tp));
+  maps.push_back(llvm::cantFail(buildPaddedVocabLayout("embed", 13, 3, tp)));
   if (llvm::Expected<ExpertPlacement> experts =
           getUniformExpertPlacement(24, 24 / tp, tp))
     add(buildExpertLayout("experts", *experts, {2, 2}));
@@ -179,8 +179,8 @@ TEST(Composition, SegmentCountsStayWithinTheSpec) {
     EXPECT_LE(countSegments(plan), 40) << "hidden " << hidden;
   }
   // bigcode 2 -> 4: at most 7.
-  EXPECT_LE(countSegments(checkPlan(buildBigcodeLayout("c", 32, 16, 8, 2),
-                                    buildBigcodeLayout("c", 32, 16, 8, 4),
+  EXPECT_LE(countSegments(checkPlan(llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 2)),
+                                    llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 4)),
                                     {ReplicaPolicy::Lowest})),
             7);
   // Yuan o_proj 4 -> 2: at most 4, whatever the rows.
@@ -196,8 +196,8 @@ TEST(Composition, VocabularyPaddingIsNeverReadAndIsFilled) {
     for (int64_t from : {1, 2, 4, 8}) {
       for (int64_t to : {1, 2, 4, 8}) {
         TransferPlan plan =
-            checkPlan(buildPaddedVocabLayout("embed", vocab, 2, from),
-                      buildPaddedVocabLayout("embed", vocab, 2, to));
+            checkPlan(llvm::cantFail(buildPaddedVocabLayout("embed", vocab, 2, from)),
+                      llvm::cantFail(buildPaddedVocabLayout("embed", vocab, 2, to)));
         EXPECT_LE(countSegments(plan), from + to)
             << "V " << vocab << " " << from << " -> " << to;
         int64_t padded = (vocab + to - 1) / to * to;
@@ -228,7 +228,7 @@ TEST(Composition, IdentityIsLocal) {
 
 TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
   // F = [64] held whole by ranks 1 and 2; the target splits it four ways.
-  ParamMap source = buildReplicatedLayout("norm", {64}, 4);
+  ParamMap source = llvm::cantFail(buildReplicatedLayout("norm", {64}, 4));
   source.shards = {source.shards[1], source.shards[2]};
   for (Shard &shard : source.shards)
     shard.pieces[0].locations = {1, 2};
@@ -254,8 +254,8 @@ TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
 TEST(Composition, MismatchedShapesAreRefused) {
   SentElements sent;
   llvm::Expected<TransferPlan> plan =
-      composeMaps(buildReplicatedLayout("w", {4, 2}, 2),
-                  buildReplicatedLayout("w", {2, 4}, 2), {}, sent);
+      composeMaps(llvm::cantFail(buildReplicatedLayout("w", {4, 2}, 2)),
+                  llvm::cantFail(buildReplicatedLayout("w", {2, 4}, 2)), {}, sent);
   ASSERT_FALSE(static_cast<bool>(plan));
   EXPECT_EQ(llvm::toString(plan.takeError()),
             "parameter 'w': the source's logical shape [4, 2] differs from "

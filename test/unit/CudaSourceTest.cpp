@@ -20,11 +20,11 @@ using namespace ucp;
 TEST(CudaSource, CompilesWithNvrtcForEveryDType) {
   SentElements sent;
   TransferPlan vocab =
-      *composeMaps(buildPaddedVocabLayout("embed", 13, 8, 4),
-                   buildPaddedVocabLayout("embed", 13, 8, 2), {}, sent);
+      *composeMaps(llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 4)),
+                   llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 2)), {}, sent);
   TransferPlan bias =
-      *composeMaps(buildScaledBiasLayout("bias", {64}, 4),
-                   buildScaledBiasLayout("bias", {64}, 2), {}, sent);
+      *composeMaps(llvm::cantFail(buildScaledBiasLayout("bias", {64}, 4)),
+                   llvm::cantFail(buildScaledBiasLayout("bias", {64}, 2)), {}, sent);
   for (DType type : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::I8,
                      DType::F8E4M3}) {
     std::vector<std::pair<std::string, CopyProgram>> programs = {
@@ -57,8 +57,8 @@ TEST(CudaSource, CompilesMachineCodeForTheGpusNvrtcKnows) {
   // refusal for one older than any it supports.
   SentElements sent;
   TransferPlan plan =
-      *composeMaps(buildScaledBiasLayout("bias", {64}, 4),
-                   buildScaledBiasLayout("bias", {64}, 2), {}, sent);
+      *composeMaps(llvm::cantFail(buildScaledBiasLayout("bias", {64}, 4)),
+                   llvm::cantFail(buildScaledBiasLayout("bias", {64}, 2)), {}, sent);
   std::string source =
       llvm::cantFail(emitCuda({{"bias", lowerPlan(plan)}}, DType::BF16)).source;
   llvm::Expected<CompiledKernels> hopper = compileCudaForDevice(source, 9, 0);

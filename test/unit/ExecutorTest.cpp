@@ -255,7 +255,7 @@ TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
   for (DType type :
        {DType::F32, DType::BF16, DType::F16, DType::F8E4M3, DType::F8E5M2}) {
     for (int64_t tp : {2, 4, 8, 16}) {
-      ParamMap bias = buildScaledBiasLayout("bias", {257}, tp);
+      ParamMap bias = llvm::cantFail(buildScaledBiasLayout("bias", {257}, tp));
       ParamMap full = getFullTensorMap(bias);
       SentElements sent;
       TransferPlan extract = *composeMaps(full, bias, {}, sent);
@@ -304,7 +304,7 @@ TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
 TEST(CpuExecutor, OptimizerStatePowersInvertTheScale) {
   // A shard of 8.0 at scale 0.25 rebuilds to 32, 2 and 0.5 for powers 1, -1
   // and -2 (deepspeed-facts §2).
-  ParamMap bias = buildScaledBiasLayout("bias", {4}, 4);
+  ParamMap bias = llvm::cantFail(buildScaledBiasLayout("bias", {4}, 4));
   SentElements sent;
   TransferPlan rebuild = *composeMaps(bias, getFullTensorMap(bias), {}, sent);
   for (auto [power, expected] :

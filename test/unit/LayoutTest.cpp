@@ -210,11 +210,11 @@ TEST(Layouts, ColumnAndRowParallelSplits) {
 
 TEST(Layouts, ReplicatedAndScaledBias) {
   Markers f = iota({6, 8});
-  ParamMap replicated = buildReplicatedLayout("norm", {6, 8}, 4);
+  ParamMap replicated = llvm::cantFail(buildReplicatedLayout("norm", {6, 8}, 4));
   expectMatchesShards(replicated, {f, f, f, f});
   EXPECT_EQ(replicated.shards[2].pieces[0].locations, (Extents{0, 1, 2, 3}));
 
-  ParamMap bias = buildScaledBiasLayout("bias", {16}, 4);
+  ParamMap bias = llvm::cantFail(buildScaledBiasLayout("bias", {16}, 4));
   Markers b = iota({16});
   expectMatchesShards(bias, {b, b, b, b});
   EXPECT_EQ(bias.shards[0].pieces[0].scale, 0.25);
@@ -294,7 +294,7 @@ TEST(Layouts, FusedQkvOfBloomGlmQwenPhi3) {
 
 TEST(Layouts, PaddedVocabulary) {
   // V = 13 at tp4: F carries 16 rows split [4, 4, 4, 4].
-  ParamMap map = buildPaddedVocabLayout("embed", 13, 8, 4);
+  ParamMap map = llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 4));
   EXPECT_EQ(map.logicalShape, (Extents{16, 8}));
   EXPECT_EQ(map.originalVocabSize, 13);
   expectMatchesShards(map, split(iota({16, 8}), 0, {4, 4, 4, 4}));
@@ -306,7 +306,7 @@ TEST(Layouts, PaddedVocabulary) {
 }
 
 TEST(Layouts, BigcodeReplicatesTheKvBlock) {
-  ParamMap map = buildBigcodeLayout("c_attn", 32, 16, 8, 4);
+  ParamMap map = llvm::cantFail(buildBigcodeLayout("c_attn", 32, 16, 8, 4));
   Markers f = iota({48, 8});
   Markers kv = narrow(f, 0, 32, 16);
   std::vector<Markers> shards;
@@ -318,7 +318,7 @@ TEST(Layouts, BigcodeReplicatesTheKvBlock) {
   EXPECT_EQ(map.shards[3].pieces[1].dest.offset, 64);
   // n_embd 24, kv 6 heads, tp4: q widths [8, 8, 4, 4].
   ParamMap uneven =
-      buildBigcodeLayout("c_attn", 24, 12, 8, 4, {6, 1, "c_attn"});
+      llvm::cantFail(buildBigcodeLayout("c_attn", 24, 12, 8, 4, {6, 1, "c_attn"}));
   EXPECT_EQ(uneven.shards[2].shape, (Extents{16, 8}));
 }
 

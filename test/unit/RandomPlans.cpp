@@ -37,8 +37,8 @@ ucp::testing::makeExecutionPlans(std::mt19937_64 &rng, DType type, int count) {
       break;
     }
   }
-  plans.push_back(*composeMaps(buildPaddedVocabLayout("embed", 13, 16, 4),
-                               buildPaddedVocabLayout("embed", 13, 16, 2), {},
+  plans.push_back(*composeMaps(llvm::cantFail(buildPaddedVocabLayout("embed", 13, 16, 4)),
+                               llvm::cantFail(buildPaddedVocabLayout("embed", 13, 16, 2)), {},
                                sent));
   ParamMap columns = *buildSplitLayout("w", {8, 64}, 1, {16, 16, 16, 16});
   ParamMap rows = *buildSplitLayout("w", {8, 64}, 0, {4, 4});

@@ -219,8 +219,8 @@ TEST(Transfer, PoisonedPaddingNeverReachesTheOutputs) {
   ScratchFolder folder;
   // 13 rows: 16 at TP=4 (rank 3 holds 3 padding rows), 14 at TP=2 (rank 1
   // holds 1).
-  std::vector<ParamMap> tp4 = {buildPaddedVocabLayout("embed", 13, 8, 4)};
-  std::vector<ParamMap> tp2 = {buildPaddedVocabLayout("embed", 13, 8, 2)};
+  std::vector<ParamMap> tp4 = {llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 4))};
+  std::vector<ParamMap> tp2 = {llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 2))};
   std::string original = folder.file("full.safetensors");
   ASSERT_FALSE(bool(writeRandomFullTensors(tp4, original, DType::F32, 3)));
   TransferOptions options;

@@ -4,7 +4,7 @@
 // the shapes and the degree it does not record itself.
 //
 //   {"tp_degree": 4,
-//    "universal_checkpoint_info": {        // optional; other keys ignored
+//    "universal_checkpoint_info": {        // optional
 //      "tp_replicated_parameter_patterns": [...],
 //      "parameter_to_average_patterns": [...],
 //      "parameter_with_2_sub_params_cat_dim_0": [...],
@@ -26,6 +26,13 @@
 //
 // In "parameter_with_sub_params", "shape" holds the sub-parameter sizes as a
 // list at "partition_dim", as DeepSpeed pickles its SubparamShape.
+//
+// universal_checkpoint_info may also hold the keys DeepSpeed writes that do
+// not shape a TP split (universal_checkpoint_version,
+// pipeline_replicated_parameter_patterns). Every other key is refused, so
+// that a misspelt category cannot send its parameters down another branch;
+// so are an "affine_map" (read it with --import-json) and AutoEP metadata,
+// which this lowering does not honour.
 //
 //===----------------------------------------------------------------------===//
 

@@ -13,6 +13,8 @@
 
 #include "ucp/Map/ParamMap.h"
 
+#include "llvm/Support/Error.h"
+
 namespace ucp {
 
 /// `count` consecutive indices of F along the split dimension from `start`.
@@ -24,11 +26,12 @@ struct IndexRun {
 /// Returns the canonical map of the layout whose rank r holds F narrowed
 /// along `dim` to `runsByRank[r]`, concatenated in order, scaled by `scale`.
 /// Ranks listing the same indices share them (their locations say so). The
-/// runs must lie inside F.
-ParamMap buildBlockLayout(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
-                          int64_t dim,
-                          llvm::ArrayRef<std::vector<IndexRun>> runsByRank,
-                          double scale = 1.0);
+/// runs must lie inside F. Refuses, before allocating them, locations that
+/// would exceed kMaxMapLocations (indices shared by thousands of ranks).
+llvm::Expected<ParamMap>
+buildBlockLayout(llvm::StringRef name, llvm::ArrayRef<int64_t> shape,
+                 int64_t dim, llvm::ArrayRef<std::vector<IndexRun>> runsByRank,
+                 double scale = 1.0);
 
 /// Returns the runs of consecutive splits: rank r holds `sizes[r]` indices
 /// after those of the ranks before it, starting at `start`.

@@ -26,15 +26,18 @@ llvm::Error checkLayoutInputs(llvm::StringRef name,
                               llvm::ArrayRef<int64_t> shape, int64_t tp);
 
 /// Every rank holds all of F (norms, untouched parameters, a row-parallel
-/// bias added after the all-reduce), scaled by `scale`.
-ParamMap buildReplicatedLayout(llvm::StringRef name,
-                               llvm::ArrayRef<int64_t> shape, int64_t tp,
-                               double scale = 1.0);
+/// bias added after the all-reduce), scaled by `scale`. Like every builder
+/// whose blocks some ranks share, it refuses a world whose holders would
+/// list more than kMaxMapLocations locations (here tp^2).
+llvm::Expected<ParamMap> buildReplicatedLayout(llvm::StringRef name,
+                                               llvm::ArrayRef<int64_t> shape,
+                                               int64_t tp, double scale = 1.0);
 
 /// A row-parallel bias pre-divided by the world size: replicated with
 /// scale 1/tp.
-ParamMap buildScaledBiasLayout(llvm::StringRef name,
-                               llvm::ArrayRef<int64_t> shape, int64_t tp);
+llvm::Expected<ParamMap> buildScaledBiasLayout(llvm::StringRef name,
+                                               llvm::ArrayRef<int64_t> shape,
+                                               int64_t tp);
 
 /// F split along `dim` into consecutive parts of `sizes` (one per rank;
 /// `partition_sizes`, or `getShardSizes`). Column-parallel weights split
@@ -68,14 +71,16 @@ std::optional<int64_t> getPaddedVocabRows(int64_t vocab, int64_t tp);
 /// A legacy-TP vocabulary: `vocab` rows padded to an even split across `tp`
 /// ranks, the padding kept in F (spec §8.1 option a) and the real row count
 /// recorded as the original vocabulary size.
-ParamMap buildPaddedVocabLayout(llvm::StringRef name, int64_t vocab,
-                                int64_t hidden, int64_t tp);
+llvm::Expected<ParamMap> buildPaddedVocabLayout(llvm::StringRef name,
+                                                int64_t vocab, int64_t hidden,
+                                                int64_t tp);
 
 /// bigcode's fused QKV (MQA): the q rows `[0, qRows)` split by the split
 /// rule, and every rank also holding the whole kv block after them.
-ParamMap buildBigcodeLayout(llvm::StringRef name, int64_t qRows, int64_t kvRows,
-                            int64_t cols, int64_t tp,
-                            const SplitRule &rule = {});
+llvm::Expected<ParamMap> buildBigcodeLayout(llvm::StringRef name,
+                                            int64_t qRows, int64_t kvRows,
+                                            int64_t cols, int64_t tp,
+                                            const SplitRule &rule = {});
 
 /// CodeGen's fused QKV: `mpNum` blocks of [q|k|v] of hidden/mpNum rows each,
 /// units of hidden/(mpNum*tp) rows interleaved across ranks. Requires

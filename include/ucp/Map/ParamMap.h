@@ -154,6 +154,18 @@ std::string checkViews(llvm::ArrayRef<int64_t> shape,
 /// every rank (one shard or file each) would run out of time or memory.
 constexpr int64_t kMaxWorldSize = int64_t(1) << 20;
 
+/// The most location entries, over all the pieces of a map, that a map
+/// built from a few numbers (a layout at some `--tp`, legacy metadata, an
+/// index map) may hold. Each holder of a replicated block lists all of its
+/// holders, so a block on W ranks costs W^2 entries; without a bound, a
+/// world within kMaxWorldSize would run out of memory. 2^26 entries
+/// (512 MiB) hold a block replicated on 8192 ranks.
+constexpr int64_t kMaxMapLocations = int64_t(1) << 26;
+
+/// Checks that a map of `entries` location entries fits kMaxMapLocations;
+/// "" when it does.
+std::string checkLocationCount(int64_t entries);
+
 /// Checks that `worldSize` lies in [1, kMaxWorldSize]; "" when it does.
 /// `what` names the value in the message ("world size", "ep_size").
 std::string checkWorldSize(int64_t worldSize,
