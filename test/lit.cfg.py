@@ -88,3 +88,26 @@ def can_mount_tmpfs():
 
 if can_mount_tmpfs():
     config.available_features.add("tmpfs")
+
+
+# Tests of outputs that are device nodes make one with mknod: possible as
+# root where the container allows it.
+def can_mknod():
+    import tempfile
+    folder = tempfile.mkdtemp()
+    node = os.path.join(folder, "null")
+    try:
+        return subprocess.run(["mknod", node, "c", "1", "3"],
+                              capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    finally:
+        try:
+            os.remove(node)
+        except OSError:
+            pass
+        os.rmdir(folder)
+
+
+if can_mknod():
+    config.available_features.add("mknod")

@@ -124,6 +124,27 @@ static OwningOpRef<ModuleOp> importLegacyDocument(llvm::StringRef text,
                      });
 }
 
+/// Imports a plan document as a module of `ucp.plan` ops.
+static OwningOpRef<ModuleOp> importPlanDocument(llvm::StringRef text,
+                                                llvm::StringRef filename,
+                                                MLIRContext *context) {
+  context->loadDialect<UCPDialect>();
+  Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
+  llvm::Expected<std::vector<TransferPlan>> plans = parsePlanDocument(text);
+  if (!plans) {
+    emitError(fileLoc) << llvm::toString(plans.takeError());
+    return nullptr;
+  }
+  OpBuilder builder(context);
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  builder.setInsertionPointToEnd(module->getBody());
+  for (const TransferPlan &plan : *plans)
+    buildPlanOp(builder, fileLoc, plan);
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
 OwningOpRef<ModuleOp> ucp::parseMlirText(std::unique_ptr<llvm::MemoryBuffer> text,
                                          MLIRContext *context) {
   context->loadDialect<UCPDialect>();
@@ -146,8 +167,9 @@ OwningOpRef<ModuleOp> ucp::readMapModule(llvm::StringRef path,
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file =
       readInputFile(path);
   if (!file) {
-    emitError(fileLoc) << "cannot read the map: "
-                       << llvm::toString(file.takeError());
+    // The message names the file already.
+    emitError(UnknownLoc::get(context))
+        << "cannot read the map " << llvm::toString(file.takeError());
     return nullptr;
   }
   OwningOpRef<ModuleOp> module =
@@ -317,6 +339,16 @@ void ucp::registerMapTranslations() {
             sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
         return importIndexMapDocument(buffer->getBuffer(),
                                       buffer->getBufferIdentifier(), context);
+      });
+  static TranslateToMLIRRegistration importPlanJson(
+      "import-plan-json",
+      "import a JSON plan document (--export-plan-json's) as ucp.plan ops",
+      [](llvm::SourceMgr &sourceMgr,
+         MLIRContext *context) -> OwningOpRef<Operation *> {
+        const llvm::MemoryBuffer *buffer =
+            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+        return importPlanDocument(buffer->getBuffer(),
+                                  buffer->getBufferIdentifier(), context);
       });
   static TranslateToMLIRRegistration importLegacy(
       "import-legacy",

@@ -5,6 +5,7 @@
 #include "ucp/Runtime/CopyProgram.h"
 #include "ucp/Runtime/CpuExecutor.h"
 #include "ucp/Runtime/CudaExecutor.h"
+#include "ucp/Support/OutputFile.h"
 
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
@@ -239,12 +240,11 @@ llvm::Error TransferRun::checkFolders() {
     if (!llvm::sys::fs::getUniqueID(path, id) && inputs.count(id))
       return refuse(path + " is both read and written: write the outputs "
                            "to another place, then move them");
-    // Found now rather than at the final rename, after all the work.
-    llvm::sys::fs::file_status status;
-    if (!llvm::sys::fs::status(path, status) &&
-        status.type() != llvm::sys::fs::file_type::regular_file)
-      return refuse(path + " exists and is not a regular file; outputs never "
-                           "replace anything else");
+    // Found now rather than at the final rename, after all the work; a
+    // missing folder is created later.
+    if (llvm::sys::fs::exists(getParentFolder(path)))
+      if (llvm::Error error = checkOutputPath(path))
+        return error;
   }
   return llvm::Error::success();
 }

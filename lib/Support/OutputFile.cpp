@@ -209,6 +209,12 @@ llvm::Error OutputFile::commit(bool durable) {
   return llvm::Error::success();
 }
 
+llvm::Error ucp::checkOutputPath(llvm::StringRef path) {
+  if (path == "-")
+    return llvm::Error::success();
+  return resolveDestination(path).takeError();
+}
+
 llvm::Error ucp::writeOutputFile(
     llvm::StringRef path,
     llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write) {

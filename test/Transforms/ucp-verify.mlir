@@ -130,3 +130,18 @@ ucp.param @second shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
   }
 }
+
+// -----
+
+// A param inside a nested module is verified like one at the top.
+module {
+  module @inner {
+    // expected-error@+1 {{parameter 'nested': 2 elements of F are held by no piece (P1); the first is [2]}}
+    ucp.param @nested shape [4] world 1 {
+      // expected-error@+1 {{parameter 'nested': rank 0: 2 elements of the shard are written by no piece; the first is [2]}}
+      ucp.shard rank 0 shape [4] {
+        ucp.piece [2] src 0 [1] dst 0 [1] on [0]
+      }
+    }
+  }
+}

@@ -38,6 +38,7 @@ mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
                                       llvm::raw_ostream &os);
 
 /// Registers the `--import-json`, `--import-index-map`, `--import-legacy`,
+/// `--import-plan-json`,
 /// `--export-json`, `--export-plan-json` and `--summarize` translations.
 void registerMapTranslations();
 

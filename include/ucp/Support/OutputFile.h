@@ -67,6 +67,10 @@ private:
   bool committed = false;
 };
 
+/// Checks, without writing anything, that OutputFile::create would accept
+/// `path`: so that a run finds a bad output before its work, not after.
+llvm::Error checkOutputPath(llvm::StringRef path);
+
 /// Writes `path` ("-": standard output) with what `write` prints, through
 /// an OutputFile: nothing is left at `path` unless `write` succeeds.
 llvm::Error
