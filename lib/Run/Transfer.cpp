@@ -315,15 +315,24 @@ llvm::Error TransferRun::checkSourceTensors() {
       return error;
   if (options.ignoreExtraTensors)
     return llvm::Error::success();
-  llvm::StringSet<> mapped;
+  // Every tensor of every file is some shard of the map: a rank's file may
+  // hold only the parameters the map gives that rank a shard of.
+  std::set<std::pair<int64_t, llvm::StringRef>> mapped;
   for (const ParamJob &job : jobs)
-    mapped.insert(job.source->name);
+    for (const Shard &shard : job.source->shards)
+      mapped.insert({shard.rank, job.source->name});
   for (const auto &[rank, reader] : readers)
     for (const TensorInfo &tensor : reader->getTensors())
-      if (!mapped.contains(tensor.name))
-        return refuse(reader->getPath() + ": tensor '" + tensor.name +
-                      "' is not in the map (--ignore-extra-tensors copies "
-                      "nothing for it)");
+      if (!mapped.count({rank, tensor.name}))
+        return refuse(reader->getPath() + ": tensor '" + tensor.name + "' is " +
+                      (llvm::any_of(jobs,
+                                    [&](const ParamJob &job) {
+                                      return job.source->name == tensor.name;
+                                    })
+                           ? "in the map, but the map gives rank " +
+                                 std::to_string(rank) + " no shard of it"
+                           : std::string("not in the map")) +
+                      " (--ignore-extra-tensors copies nothing for it)");
   return llvm::Error::success();
 }
 

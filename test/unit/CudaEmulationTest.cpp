@@ -9,10 +9,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "CudaHostEmulation.h"
+#include "RandomMaps.h"
 #include "RandomPlans.h"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <regex>
 #include <set>
 
@@ -109,6 +111,64 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
   }
   // Both unit widths ran.
   EXPECT_EQ(vectorsPerUnit, (std::set<std::string>{"1", "2"}));
+}
+
+} // namespace
+
+namespace {
+
+/// Copies and fills of more dimensions than a kernel descriptor holds are
+/// split in lowering, and every executor moves them exactly: the CPU
+/// executor and the generated kernels on the host against the element by
+/// element reference. The kernels truncated such copies to 8 dimensions.
+TEST(CudaEmulation, CopiesOfAnyRankAreExact) {
+  std::mt19937_64 rng(5);
+  for (size_t rank : {8u, 9u, 10u, 12u}) {
+    TransferPlan plan = makeDeepPlan(rank);
+    CopyProgram program = lowerPlan(plan);
+    for (const BufferPairCopies &pair : program.pairs)
+      for (const StridedCopy &copy : pair.copies)
+        ASSERT_LE(copy.shape.size(), kMaxCopyRank) << rank;
+    for (const StridedFill &fill : program.fills)
+      ASSERT_LE(fill.shape.size(), kMaxCopyRank) << rank;
+
+    int64_t elements = program.sourceElements.at(0);
+    std::vector<double> markers = makeMarkers(elements, rng);
+    std::map<int64_t, std::vector<double>> reference =
+        applyPlan(plan, {{0, markers}}, /*fillValue=*/0.0);
+    std::map<int64_t, Bytes> sources;
+    sources[0].resize(elements * sizeof(double));
+    std::memcpy(sources[0].data(), markers.data(), sources[0].size());
+    Bytes expected(reference.at(0).size() * sizeof(double));
+    std::memcpy(expected.data(), reference.at(0).data(), expected.size());
+
+    ProgramBuffers cpu, gpu;
+    std::map<int64_t, Bytes> onCpu = makeTargets(program, sources, 8, cpu);
+    std::map<int64_t, Bytes> onGpu = makeTargets(program, sources, 8, gpu);
+    executeOnCpu(program, cpu, DType::F64, 1);
+    EXPECT_EQ(onCpu.at(0), expected) << "CPU, rank " << rank;
+    llvm::Expected<HostCudaModule> host = HostCudaModule::compile(
+        llvm::cantFail(emitCuda({{"deep", program}}, DType::F64)));
+    ASSERT_TRUE(static_cast<bool>(host)) << llvm::toString(host.takeError());
+    host->run(0, gpu, CudaGrid{2, 3});
+    EXPECT_EQ(onGpu.at(0), expected) << "CUDA on the host, rank " << rank;
+  }
+}
+
+/// What the descriptors cannot hold is refused, never truncated.
+TEST(CudaEmulation, EmitRefusesCopiesDeeperThanTheDescriptors) {
+  TransferPlan plan = makeDeepPlan(10);
+  CopyProgram program;
+  program.sourceElements = {{0, 0}};
+  program.targetElements = {{0, 0}};
+  const Segment &segment = plan.segments.front();
+  program.pairs.push_back(
+      {0, 0, {{segment.shape, segment.source, segment.target, 1.0}}});
+  llvm::Expected<CudaModule> module = emitCuda({{"deep", program}}, DType::F32);
+  ASSERT_FALSE(static_cast<bool>(module));
+  EXPECT_EQ(llvm::toString(module.takeError()),
+            "parameter 'deep': a copy of 10 dimensions, more than the 8 a "
+            "kernel descriptor holds (lowerPlan splits them)");
 }
 
 } // namespace

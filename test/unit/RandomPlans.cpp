@@ -44,5 +44,27 @@ ucp::testing::makeExecutionPlans(std::mt19937_64 &rng, DType type, int count) {
   ParamMap rows = *buildSplitLayout("w", {8, 64}, 0, {4, 4});
   plans.push_back(*composeMaps(getFullTensorMap(columns), columns, {}, sent));
   plans.push_back(*composeMaps(columns, rows, {}, sent));
+  plans.push_back(makeDeepPlan(10));
   return plans;
+}
+
+TransferPlan ucp::testing::makeDeepPlan(size_t rank) {
+  // Extents 2 and 3 alternate, so that reversing the strides of one side
+  // makes every dimension non-contiguous on one side or the other.
+  Extents shape;
+  for (size_t d = 0; d < rank; ++d)
+    shape.push_back(d % 2 ? 3 : 2);
+  Extents strides = getRowMajorStrides(shape);
+  int64_t elements = *getNumElements(shape);
+  // The transpose: target element (i_0 .. i_n) is source (i_n .. i_0).
+  Extents reversed(shape.rbegin(), shape.rend());
+  Extents reversedStrides = getRowMajorStrides(reversed);
+  Extents transposed(reversedStrides.rbegin(), reversedStrides.rend());
+  TransferPlan plan;
+  plan.name = "deep";
+  plan.sourceShards[0] = {elements};
+  plan.targetShards[0] = {2 * elements};
+  plan.segments.push_back({shape, 0, {0, transposed}, 0, {0, strides}, 1.0});
+  plan.fills.push_back({0, shape, {elements, strides}});
+  return plan;
 }

@@ -23,10 +23,16 @@ inline constexpr DType kOneDTypePerSize[] = {DType::U8, DType::BF16, DType::F32,
                                              DType::F64};
 
 /// Returns `count` random plans for elements of `type` followed by the
-/// three fixed ones (padded vocabulary, column extract, column to row
-/// reshard).
+/// fixed ones (padded vocabulary, column extract, column to row reshard,
+/// and makeDeepPlan's).
 std::vector<TransferPlan> makeExecutionPlans(std::mt19937_64 &rng, DType type,
                                              int count = 60);
+
+/// Returns a plan whose copy and fill have `rank` dimensions (more than
+/// kMaxCopyRank for rank 10) that no merging can reduce: a transpose of a
+/// [2, 3, 2, ...] shard into another, and a fill of the other half of the
+/// target.
+TransferPlan makeDeepPlan(size_t rank);
 
 } // namespace ucp::testing
 
