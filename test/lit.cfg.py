@@ -11,7 +11,7 @@ from lit.llvm import llvm_config
 config.name = "AFFINE-UCP"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["Inputs", "unit", "gpu", "fakecuda", "CMakeLists.txt",
+config.excludes = ["Inputs", "unit", "gpu", "fakecuda", "fuzz", "CMakeLists.txt",
                    "lit.cfg.py", "lit.site.cfg.py"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ucp_obj_root, "test")
@@ -31,6 +31,15 @@ llvm_config.add_tool_substitutions(
 # Stand-ins for libcuda.so.1 and libnvrtc.so that run kernels on the host.
 config.substitutions.append(
     ("%fake_cuda", os.path.join(config.ucp_obj_root, "test", "fakecuda", "lib")))
+
+# The fuzz targets, their committed corpus and regression inputs; built
+# against libFuzzer (feature `libfuzzer`) in the clang sanitizer build.
+config.substitutions.append(
+    ("%fuzz_bin", os.path.join(config.ucp_obj_root, "test", "fuzz")))
+config.substitutions.append(
+    ("%fuzz_src", os.path.join(config.test_source_root, "fuzz")))
+if config.ucp_libfuzzer:
+    config.available_features.add("libfuzzer")
 
 # Optional hardware and tools: tests that need them say REQUIRES.
 copy_bench = os.path.join(config.ucp_obj_root, "bench", "ucp-copy-bench")

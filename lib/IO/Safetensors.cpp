@@ -71,9 +71,15 @@ SafetensorsReader::open(llvm::StringRef path) {
       path, {/*nullTerminated=*/false, llvm::Align(kCacheLineBytes)});
   if (!file)
     return file.takeError();
+  return parse(std::move(*file));
+}
+
+Expected<std::unique_ptr<SafetensorsReader>>
+SafetensorsReader::parse(std::unique_ptr<llvm::MemoryBuffer> file) {
+  llvm::StringRef path = file->getBufferIdentifier();
   auto reader = std::unique_ptr<SafetensorsReader>(new SafetensorsReader());
   reader->path = path.str();
-  reader->buffer = std::move(*file);
+  reader->buffer = std::move(file);
   llvm::StringRef bytes = reader->buffer->getBuffer();
   if (bytes.size() < 8)
     return refuse(path, "too short for a safetensors header");

@@ -28,6 +28,7 @@ static llvm::Error refuse(const llvm::Twine &why) {
 TransferSide ucp::getFullTensorSide(llvm::ArrayRef<ParamMap> maps,
                                     llvm::StringRef file) {
   TransferSide side;
+  side.mapOrigin = "the full tensors of the map";
   side.maps.reserve(maps.size()); // Growing would copy the maps.
   for (const ParamMap &map : maps)
     side.maps.push_back(getFullTensorMap(map));
@@ -279,14 +280,15 @@ llvm::Error TransferRun::checkJobTensors(ParamJob &job) {
     const TensorInfo *tensor = reader->second->find(job.source->name);
     if (!tensor)
       return refuse(reader->second->getPath() + ": parameter '" +
-                    job.source->name + "' of the map is not in the file");
+                    job.source->name + "' of " + source.mapOrigin +
+                    " is not in the file");
     int64_t elements = getNumElements(shard.shape).value_or(0);
     bool sameCount = getNumElements(tensor->shape).value_or(-1) == elements;
     if (!sameCount || !isSameShapeOrFlat(tensor->shape, shard.shape))
       return refuse(reader->second->getPath() + ": tensor '" + tensor->name +
                     "' has shape " + formatList(tensor->shape) +
-                    " but the map's shard of rank " +
-                    std::to_string(shard.rank) + " is " +
+                    " but the shard of rank " + std::to_string(shard.rank) +
+                    " in " + source.mapOrigin + " is " +
                     formatList(shard.shape) +
                     (sameCount ? " (as many elements in another shape: a "
                                  "transposed tensor, or another layout?)"
@@ -300,12 +302,11 @@ llvm::Error TransferRun::checkJobTensors(ParamJob &job) {
     stats.bytesRead += tensor->end - tensor->begin;
   }
   job.dtype = dtype.value_or(DType::F32);
-  if (llvm::Error error =
-          checkScalesFit(*job.source, job.dtype, options.scalePower))
-    return error;
-  if (llvm::Error error =
-          checkScalesFit(*job.target, job.dtype, options.scalePower))
-    return error;
+  for (const TransferSide *side : {&source, &target}) {
+    const ParamMap &map = side == &source ? *job.source : *job.target;
+    if (llvm::Error error = checkScalesFit(map, job.dtype, options.scalePower))
+      return refuse(side->mapOrigin + ": " + llvm::toString(std::move(error)));
+  }
   return checkFactors(*job.program, job.dtype, job.source->name);
 }
 

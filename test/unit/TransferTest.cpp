@@ -282,13 +282,15 @@ TEST(Transfer, FileTensorsHaveTheMapsShapeOrAreFlat) {
   for (Extents refused : {Extents{8, 4}, Extents{2, 16}, Extents{4, 2, 4}}) {
     std::string message = llvm::toString(extractFromFileOfShape(refused));
     EXPECT_NE(message.find("tensor 'w' has shape " + formatList(refused) +
-                           " but the map's shard of rank 0 is [4, 8] (as many "
-                           "elements in another shape"),
+                           " but the shard of rank 0 in the full tensors of "
+                           "the map is [4, 8] (as many elements in another "
+                           "shape"),
               std::string::npos)
         << message;
   }
   EXPECT_NE(llvm::toString(extractFromFileOfShape({4, 9}))
-                .find("has shape [4, 9] but the map's shard of rank 0 is "
+                .find("has shape [4, 9] but the shard of rank 0 in the full "
+                      "tensors of the map is "
                       "[4, 8]"),
             std::string::npos);
 }

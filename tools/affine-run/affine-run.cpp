@@ -342,6 +342,8 @@ int main(int argc, char **argv) {
     TransferSide fullSide = getFullTensorSide(sharded, full);
     TransferSide shardSide = getShardSide(
         std::move(sharded), extractCommand ? outPath : shardsDir);
+    shardSide.mapOrigin = mapFile;
+    fullSide.mapOrigin = "the full tensors of " + mapFile;
     source = extractCommand ? std::move(fullSide) : std::move(shardSide);
     target = extractCommand ? std::move(shardSide) : std::move(fullSide);
   } else {
@@ -359,6 +361,8 @@ int main(int argc, char **argv) {
     targetMaps = *to;
     source = getShardSide(getMaps(sourceMaps), shardsDir);
     target = getShardSide(getMaps(targetMaps), outPath);
+    source.mapOrigin = sourceMapFile;
+    target.mapOrigin = targetMapFile;
   }
   // Planned from copies: the pipeline rewrites the module it runs on.
   mlir::OwningOpRef<mlir::ModuleOp> planned = sourceMaps.clone();

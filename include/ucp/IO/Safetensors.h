@@ -41,6 +41,9 @@ public:
   /// Opens and validates `path`; errors name the file and the tensor.
   static llvm::Expected<std::unique_ptr<SafetensorsReader>>
   open(llvm::StringRef path);
+  /// Validates the bytes of `file` (named by its identifier in errors).
+  static llvm::Expected<std::unique_ptr<SafetensorsReader>>
+  parse(std::unique_ptr<llvm::MemoryBuffer> file);
 
   /// The tensors, sorted by name.
   llvm::ArrayRef<TensorInfo> getTensors() const { return tensors; }

@@ -29,6 +29,8 @@ namespace ucp {
 /// One side of a transfer: the maps and the file of each rank.
 struct TransferSide {
   std::vector<ParamMap> maps;
+  /// Where the maps come from (a map file, "the full tensor"), for messages.
+  std::string mapOrigin = "the map";
   std::map<int64_t, std::string> files;
   /// Rank files already in a shard folder beyond the maps' world: a source
   /// folder holding them may be of another topology (accepted only with
