@@ -58,6 +58,16 @@ if shutil.which("nvidia-smi"):
     except (OSError, subprocess.TimeoutExpired):
         pass
 
+# The ASan + UBSan build (scripts/test --sanitize): tests that bound a
+# tool's memory cannot run there (ASan reserves terabytes of shadow), and
+# LeakSanitizer cannot run under a tracer, so traced runs turn it off.
+if config.ucp_sanitize:
+    config.available_features.add("sanitize")
+    config.substitutions.append(
+        ("%untraced_leaks", "env ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"))
+else:
+    config.substitutions.append(("%untraced_leaks", ""))
+
 # Tests of the system calls a run makes trace it, where tracing works.
 def can_strace():
     try:
