@@ -32,6 +32,19 @@ static std::vector<ParamMap> collectMaps(ModuleOp module) {
   return maps;
 }
 
+/// Returns a module at `fileLoc` whose body `build` fills (returning false
+/// after emitting why it could not), once the op verifiers accept it.
+static OwningOpRef<ModuleOp>
+buildVerifiedModule(Location fileLoc,
+                    llvm::function_ref<bool(OpBuilder &)> build) {
+  fileLoc.getContext()->loadDialect<UCPDialect>();
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
+  OpBuilder builder = OpBuilder::atBlockEnd(module->getBody());
+  if (!build(builder) || failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
 OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
                                              llvm::StringRef filename,
                                              MLIRContext *context) {
@@ -42,27 +55,24 @@ OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
     emitError(fileLoc) << llvm::toString(maps.takeError());
     return nullptr;
   }
-
-  OpBuilder builder(context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  builder.setInsertionPointToEnd(module->getBody());
-  for (const ParamMap &map : *maps) {
-    // Each op is located at its JSON path, so that later diagnostics say
-    // where in the document the offending piece is.
-    std::string paramPath = "$.params[\"" + getParamPattern(map.name) + "\"]";
-    auto locate = [&](int shard, int piece) -> Location {
-      std::string path = paramPath;
-      if (shard >= 0)
-        path += ".ranks[\"" + std::to_string(map.shards[shard].rank) + "\"]";
-      if (piece >= 0)
-        path += ".pieces[" + std::to_string(piece) + "]";
-      return NameLoc::get(StringAttr::get(context, path), fileLoc);
-    };
-    buildParamOp(builder, fileLoc, map, locate);
-  }
-  if (failed(verify(*module)))
-    return nullptr;
-  return module;
+  return buildVerifiedModule(fileLoc, [&](OpBuilder &builder) {
+    for (const ParamMap &map : *maps) {
+      // Each op is located at its JSON path, so that later diagnostics say
+      // where in the document the offending piece is.
+      std::string paramPath =
+          "$.params[\"" + getParamPattern(map.name) + "\"]";
+      auto locate = [&](int shard, int piece) -> Location {
+        std::string path = paramPath;
+        if (shard >= 0)
+          path += ".ranks[\"" + std::to_string(map.shards[shard].rank) + "\"]";
+        if (piece >= 0)
+          path += ".pieces[" + std::to_string(piece) + "]";
+        return NameLoc::get(StringAttr::get(context, path), fileLoc);
+      };
+      buildParamOp(builder, fileLoc, map, locate);
+    }
+    return true;
+  });
 }
 
 /// Builds a module holding the map `lower` returns for each of `items`;
@@ -70,26 +80,20 @@ OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
 template <typename Item, typename LowerFn>
 static OwningOpRef<ModuleOp> buildModule(llvm::ArrayRef<Item> items,
                                          Location fileLoc, LowerFn lower) {
-  MLIRContext *context = fileLoc.getContext();
-  context->loadDialect<UCPDialect>();
-  OpBuilder builder(context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  builder.setInsertionPointToEnd(module->getBody());
-  for (const Item &item : items) {
-    llvm::Expected<ParamMap> map = lower(item);
-    // What a tool derives must be a valid map: an index map or metadata that
-    // leaves elements uncovered or claims them twice describes no layout.
-    llvm::Error error =
-        map ? checkParamMap(*map) : map.takeError();
-    if (error) {
-      emitError(fileLoc) << llvm::toString(std::move(error));
-      return nullptr;
+  return buildVerifiedModule(fileLoc, [&](OpBuilder &builder) {
+    for (const Item &item : items) {
+      llvm::Expected<ParamMap> map = lower(item);
+      // What a tool derives must be a valid map: an index map or metadata
+      // that leaves elements uncovered or claims them twice is no layout.
+      llvm::Error error = map ? checkParamMap(*map) : map.takeError();
+      if (error) {
+        emitError(fileLoc) << llvm::toString(std::move(error));
+        return false;
+      }
+      buildParamOp(builder, fileLoc, *map);
     }
-    buildParamOp(builder, fileLoc, *map);
-  }
-  if (failed(verify(*module)))
-    return nullptr;
-  return module;
+    return true;
+  });
 }
 
 /// Imports an index-map document, deriving the canonical map of every
@@ -135,14 +139,11 @@ static OwningOpRef<ModuleOp> importPlanDocument(llvm::StringRef text,
     emitError(fileLoc) << llvm::toString(plans.takeError());
     return nullptr;
   }
-  OpBuilder builder(context);
-  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc);
-  builder.setInsertionPointToEnd(module->getBody());
-  for (const TransferPlan &plan : *plans)
-    buildPlanOp(builder, fileLoc, plan);
-  if (failed(verify(*module)))
-    return nullptr;
-  return module;
+  return buildVerifiedModule(fileLoc, [&](OpBuilder &builder) {
+    for (const TransferPlan &plan : *plans)
+      buildPlanOp(builder, fileLoc, plan);
+    return true;
+  });
 }
 
 OwningOpRef<ModuleOp> ucp::parseMlirText(std::unique_ptr<llvm::MemoryBuffer> text,

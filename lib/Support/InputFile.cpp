@@ -98,3 +98,15 @@ ucp::readInputFile(llvm::StringRef path, const InputOptions &options) {
     return refuse(path, "cannot read: " + buffer.getError().message());
   return std::move(*buffer);
 }
+
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+ucp::readTextInputFile(llvm::StringRef path, TextSyntax syntax) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> text =
+      readInputFile(path);
+  if (!text)
+    return text.takeError();
+  if (llvm::Error error = checkNestingDepth((*text)->getBuffer(), syntax))
+    return refuse(path == "-" ? "<stdin>" : path,
+                  llvm::toString(std::move(error)));
+  return text;
+}

@@ -13,7 +13,6 @@
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/Support/InputFile.h"
-#include "ucp/Support/NestingDepth.h"
 #include "ucp/Support/OutputFile.h"
 
 #include "mlir/IR/MLIRContext.h"
@@ -61,19 +60,16 @@ static LogicalResult run(llvm::StringRef inputFilename,
     llvm::outs() << "\n";
     return success();
   }
+  bool json = inputFilename.ends_with(".json");
   llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> input =
-      ucp::readInputFile(inputFilename);
+      ucp::readTextInputFile(inputFilename, json ? ucp::TextSyntax::Json
+                                                 : ucp::TextSyntax::Mlir);
   if (!input)
     return fail(input.takeError());
-  if (inputFilename.ends_with(".json")) {
+  if (json) {
     *input = importMapDocument(**input, registry);
     if (!*input)
       return failure();
-  } else if (llvm::Error error = ucp::checkNestingDepth(
-                 (*input)->getBuffer(), ucp::TextSyntax::Mlir)) {
-    return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                        inputFilename + ": " +
-                                            llvm::toString(std::move(error))));
   }
   llvm::Expected<std::unique_ptr<ucp::OutputFile>> output =
       ucp::OutputFile::create(outputFilename);

@@ -2,7 +2,6 @@
 
 #include "TranslateMain.h"
 #include "ucp/Support/InputFile.h"
-#include "ucp/Support/NestingDepth.h"
 #include "ucp/Support/OutputFile.h"
 
 #include "mlir/IR/AsmState.h"
@@ -43,17 +42,12 @@ int runTranslateMain(int argc, char **argv, llvm::StringRef overview) {
       "", cl::desc("Translation to perform"), cl::Required);
   cl::ParseCommandLineOptions(argc, argv, overview);
 
-  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> input =
-      ucp::readInputFile(inputFilename);
-  if (!input)
-    return fail(input.takeError());
   // Every input, JSON included, is bounded by MLIR's rules: they count
   // JSON's brackets too.
-  if (llvm::Error error = ucp::checkNestingDepth((*input)->getBuffer(),
-                                                 ucp::TextSyntax::Mlir))
-    return fail(llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                        inputFilename + ": " +
-                                            llvm::toString(std::move(error))));
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> input =
+      ucp::readTextInputFile(inputFilename, ucp::TextSyntax::Mlir);
+  if (!input)
+    return fail(input.takeError());
   llvm::Expected<std::unique_ptr<ucp::OutputFile>> output =
       ucp::OutputFile::create(outputFilename);
   if (!output)

@@ -10,6 +10,8 @@
 #ifndef UCP_SUPPORT_INPUTFILE_H
 #define UCP_SUPPORT_INPUTFILE_H
 
+#include "ucp/Support/NestingDepth.h"
+
 #include "llvm/Support/Alignment.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -36,6 +38,12 @@ struct InputOptions {
 /// or device), naming the path and what it is, without blocking on it.
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readInputFile(llvm::StringRef path, const InputOptions &options = {});
+
+/// Reads `path` as readInputFile does, then refuses text that nests deeper
+/// than kMaxNestingDepth in `syntax`, naming the file: what a tool's driver
+/// does with its input before any parser sees it.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+readTextInputFile(llvm::StringRef path, TextSyntax syntax);
 
 /// Names the kind of file `mode` (an st_mode) describes: "a directory",
 /// "a FIFO", "a character device", ...
