@@ -79,8 +79,9 @@ int main() {
   for (int64_t vocab : {13, 32, 100, 50257})
     for (int64_t from : {1, 2, 4, 8})
       for (int64_t to : {1, 2, 4, 8}) {
-        size_t n = countCopies(llvm::cantFail(buildPaddedVocabLayout("e", vocab, 8, from)),
-                               llvm::cantFail(buildPaddedVocabLayout("e", vocab, 8, to)));
+        size_t n = countCopies(
+            llvm::cantFail(buildPaddedVocabLayout("e", vocab, 8, from)),
+            llvm::cantFail(buildPaddedVocabLayout("e", vocab, 8, to)));
         worst = std::max<size_t>(worst, n * 100 / (from + to));
       }
   std::printf("  vocabulary, TP in {1,2,4,8}, V in {13,32,100,50257}: at most "

@@ -30,8 +30,8 @@ int main() {
                    makeSplitMap("w", {4096, 1024}, 0, splitEvenly(4096, 8))});
   cases.push_back({"column split [1024, 4096] tp8",
                    makeSplitMap("w", {1024, 4096}, 1, splitEvenly(4096, 8))});
-  cases.push_back(
-      {"bigcode [6144, 512] tp4", llvm::cantFail(buildBigcodeLayout("w", 4096, 2048, 512, 4))});
+  cases.push_back({"bigcode [6144, 512] tp4", llvm::cantFail(buildBigcodeLayout(
+                                                  "w", 4096, 2048, 512, 4))});
   cases.push_back({"codegen [3072, 1024] tp4",
                    std::move(*buildCodegenLayout("w", 1024, 1024, 4))});
   std::printf("%-32s %10s %12s %12s %14s\n", "index map", "entries",

@@ -30,13 +30,15 @@ int main() {
   context.disableMultithreading();
   const char *steps[] = {"compose", "build op", "verify", "print", "parse"};
   std::printf("Row split of [W, 64] over W ranks -> W / 2 ranks (ms, and x "
-              "the size half as large):\n  %6s", "W");
+              "the size half as large):\n  %6s",
+              "W");
   for (const char *step : steps)
     std::printf(" %16s", step);
   std::printf("\n");
   double previous[5] = {0, 0, 0, 0, 0};
   for (int64_t world = 256; world <= 4096; world *= 2) {
-    ParamMap source = makeSplitMap("w", {world, 64}, 0, splitEvenly(world, world));
+    ParamMap source =
+        makeSplitMap("w", {world, 64}, 0, splitEvenly(world, world));
     ParamMap target =
         makeSplitMap("w", {world, 64}, 0, splitEvenly(world, world / 2));
     TransferPlan plan;
@@ -52,7 +54,8 @@ int main() {
       buildPlanOp(builder, module->getLoc(), plan);
     });
     bool valid = false;
-    seconds[2] = timeBest(3, [&] { valid = mlir::succeeded(mlir::verify(*module)); });
+    seconds[2] =
+        timeBest(3, [&] { valid = mlir::succeeded(mlir::verify(*module)); });
     std::string text;
     seconds[3] = timeBest(3, [&] {
       text.clear();

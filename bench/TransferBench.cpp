@@ -3,10 +3,10 @@
 // Extracts N tiny parameters (a [4, 2] row split over 2 ranks each) from a
 // full-tensor file into shard files as affine-run does (the reshard
 // pipeline, then runTransfer), for N from 1,000 to 64,000, and prints the
-// time per parameter. Large mixture-of-experts checkpoints hold tens of thousands of
-// tensors; a time per parameter that stays flat as N grows is linear
-// scaling, and the last line prints the ratio against N = 1,000 measured in
-// the same run.
+// time per parameter. Large mixture-of-experts checkpoints hold tens of
+// thousands of tensors; a time per parameter that stays flat as N grows is
+// linear scaling, and the last line prints the ratio against N = 1,000 measured
+// in the same run.
 //
 //===----------------------------------------------------------------------===//
 

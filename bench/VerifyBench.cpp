@@ -20,10 +20,10 @@
 #include "ucp/Analysis/MapVerifier.h"
 
 #include <chrono>
-#include <random>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <random>
 
 using namespace ucp;
 using namespace ucp::testing;
@@ -105,13 +105,13 @@ int main(int argc, char **argv) {
     double previous = 0;
     for (int64_t pieces = 10000; pieces <= maxPieces; pieces *= 2) {
       std::mt19937_64 rng(pieces);
-      Extents shape = columns ? Extents{pieces / columns, columns}
-                              : Extents{pieces};
+      Extents shape =
+          columns ? Extents{pieces / columns, columns} : Extents{pieces};
       ParamMap map = makeScatteredMap("w", shape, 8, rng);
       VerifyReport report;
       double seconds = timeBest(3, [&] { report = verifyParamMap(map); });
-      std::printf("  %9lld %12.1f %10.2f us", (long long)pieces,
-                  seconds * 1e3, seconds / pieces * 1e6);
+      std::printf("  %9lld %12.1f %10.2f us", (long long)pieces, seconds * 1e3,
+                  seconds / pieces * 1e6);
       if (previous > 0)
         std::printf(" %10.2f", seconds / previous);
       else

@@ -401,8 +401,8 @@ std::string ucp::describeViolation(const ParamMap &map, const Violation &v) {
 llvm::Error ucp::checkParamMap(const ParamMap &map) {
   auto refuse = [&](const llvm::Twine &why) {
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + map.name + "': " +
-                                       why.str());
+                                   "parameter '" + map.name +
+                                       "': " + why.str());
   };
   if (std::string error = checkParamHeader(map.logicalShape, map.worldSize,
                                            map.originalVocabSize);
@@ -429,8 +429,7 @@ llvm::Error ucp::checkParamMap(const ParamMap &map) {
     message += "\n  " + describeViolation(map, report.violations[i]);
   if (report.violations.size() > kMaxListedViolations)
     message += "\n  and " +
-               std::to_string(report.violations.size() -
-                              kMaxListedViolations) +
+               std::to_string(report.violations.size() - kMaxListedViolations) +
                " more violations";
   return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
 }

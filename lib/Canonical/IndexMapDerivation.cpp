@@ -146,7 +146,8 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
         ++end;
       runs.push_back({start, end, set});
       // Each run becomes at least one piece listing its holders.
-      locations = std::min(locations + holders.getSize(set), kMaxMapLocations + 1);
+      locations =
+          std::min(locations + holders.getSize(set), kMaxMapLocations + 1);
       start = end;
     }
   }
@@ -159,7 +160,8 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
   map.name = indexMap.name;
   map.logicalShape = indexMap.logicalShape;
   map.worldSize = indexMap.worldSize;
-  for (auto [indexShard, runs] : llvm::zip_equal(indexMap.shards, runsOfShard)) {
+  for (auto [indexShard, runs] :
+       llvm::zip_equal(indexMap.shards, runsOfShard)) {
     Shard &shard = map.shards.emplace_back();
     shard.rank = indexShard.rank;
     shard.shape = indexShard.shape;

@@ -242,8 +242,7 @@ static llvm::Error checkProgram(llvm::StringRef name,
                       " elements) holds more bytes than int64 can count");
   auto tooDeep = [&](size_t rank) {
     return refuse("a copy of " + std::to_string(rank) +
-                  " dimensions, more than the " +
-                  std::to_string(kMaxCopyRank) +
+                  " dimensions, more than the " + std::to_string(kMaxCopyRank) +
                   " a kernel descriptor holds (lowerPlan splits them)");
   };
   for (const BufferPairCopies &pair : program.pairs)

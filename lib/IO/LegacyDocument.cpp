@@ -89,8 +89,8 @@ Error checkUnsupportedInfo(const json::Object &info, const JsonPath &path) {
         .error("the metadata carries its map already; read it with "
                "affine-translate --import-json instead of lowering the "
                "categories around it");
-  for (StringRef key : {"expert_parameter_patterns", "ds_autoep_layers",
-                        "autoep_layers"})
+  for (StringRef key :
+       {"expert_parameter_patterns", "ds_autoep_layers", "autoep_layers"})
     if (info.get(key))
       return path.field(key).error(
           "expert-parallel (AutoEP) metadata is not lowered by "

@@ -13,12 +13,12 @@
 #include "ucp/Support/NestingDepth.h"
 
 #include "mlir/IR/Builders.h"
-#include "llvm/ADT/StringSet.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
 
@@ -59,8 +59,7 @@ OwningOpRef<ModuleOp> ucp::importMapDocument(llvm::StringRef text,
     for (const ParamMap &map : *maps) {
       // Each op is located at its JSON path, so that later diagnostics say
       // where in the document the offending piece is.
-      std::string paramPath =
-          "$.params[\"" + getParamPattern(map.name) + "\"]";
+      std::string paramPath = "$.params[\"" + getParamPattern(map.name) + "\"]";
       auto locate = [&](int shard, int piece) -> Location {
         std::string path = paramPath;
         if (shard >= 0)
@@ -146,8 +145,9 @@ static OwningOpRef<ModuleOp> importPlanDocument(llvm::StringRef text,
   });
 }
 
-OwningOpRef<ModuleOp> ucp::parseMlirText(std::unique_ptr<llvm::MemoryBuffer> text,
-                                         MLIRContext *context) {
+OwningOpRef<ModuleOp>
+ucp::parseMlirText(std::unique_ptr<llvm::MemoryBuffer> text,
+                   MLIRContext *context) {
   context->loadDialect<UCPDialect>();
   Location fileLoc =
       FileLineColLoc::get(context, text->getBufferIdentifier(), 0, 0);
@@ -399,8 +399,8 @@ void ucp::registerMapTranslations() {
         std::vector<std::pair<std::string, CopyProgram>> programs;
         WalkResult walked = op->walk([&](PlanOp plan) {
           CopyProgram program = lowerPlan(toTransferPlan(plan));
-          if (llvm::Error error = checkFactors(
-                  program, *type, plan.getSymName())) {
+          if (llvm::Error error =
+                  checkFactors(program, *type, plan.getSymName())) {
             plan.emitError(llvm::toString(std::move(error)));
             return WalkResult::interrupt();
           }

@@ -106,8 +106,8 @@ public:
 
 private:
   /// Reads `[rank, offset, [strides]]` (`withRank`) or `[offset, [strides]]`.
-  Error readView(const json::Value &value, const JsonPath &path,
-                 int64_t *rank, StridedView &view);
+  Error readView(const json::Value &value, const JsonPath &path, int64_t *rank,
+                 StridedView &view);
   Error readShards(const json::Object &object, StringRef key, int64_t world,
                    const JsonPath &path, std::map<int64_t, Extents> &shards);
   Error readSegments(const json::Object &object, const JsonPath &path,
@@ -125,11 +125,10 @@ Error PlanReader::readView(const json::Value &value, const JsonPath &path,
     return array.takeError();
   size_t expected = rank ? 3 : 2;
   if ((*array)->size() != expected)
-    return path.error(std::string("expected ") +
-                      (rank ? "[rank, offset, [strides]]"
-                            : "[offset, [strides]]") +
-                      ", got an array of " +
-                      std::to_string((*array)->size()) + " elements");
+    return path.error(
+        std::string("expected ") +
+        (rank ? "[rank, offset, [strides]]" : "[offset, [strides]]") +
+        ", got an array of " + std::to_string((*array)->size()) + " elements");
   size_t at = 0;
   if (rank) {
     Expected<int64_t> number = getInteger((**array)[at], path.index(at));
@@ -142,7 +141,8 @@ Error PlanReader::readView(const json::Value &value, const JsonPath &path,
   if (!offset)
     return offset.takeError();
   view.offset = *offset;
-  Expected<Extents> strides = getIntegers((**array)[at + 1], path.index(at + 1));
+  Expected<Extents> strides =
+      getIntegers((**array)[at + 1], path.index(at + 1));
   if (!strides)
     return strides.takeError();
   view.strides = std::move(*strides);
@@ -173,11 +173,10 @@ Error PlanReader::readShards(const json::Object &object, StringRef key,
   return Error::success();
 }
 
-Error PlanReader::readSegments(const json::Object &object,
-                               const JsonPath &path, TransferPlan &plan) {
+Error PlanReader::readSegments(const json::Object &object, const JsonPath &path,
+                               TransferPlan &plan) {
   JsonPath segmentsPath = path.field("segments");
-  Expected<const json::Array *> segments =
-      getArrayAt(object, "segments", path);
+  Expected<const json::Array *> segments = getArrayAt(object, "segments", path);
   if (!segments)
     return segments.takeError();
   for (auto [i, value] : llvm::enumerate(**segments)) {
@@ -267,11 +266,11 @@ Error PlanReader::readFills(const json::Object &object, const JsonPath &path,
 Expected<TransferPlan> PlanReader::readPlan(StringRef name,
                                             const json::Value &value,
                                             const JsonPath &path) {
-  Expected<const json::Object *> object = getObjectWithKeys(
-      value,
-      {"source_world", "target_world", "source_shards", "target_shards",
-       "segments", "fill"},
-      path);
+  Expected<const json::Object *> object =
+      getObjectWithKeys(value,
+                        {"source_world", "target_world", "source_shards",
+                         "target_shards", "segments", "fill"},
+                        path);
   if (!object)
     return object.takeError();
   TransferPlan plan;
@@ -301,8 +300,7 @@ Expected<TransferPlan> PlanReader::readPlan(StringRef name,
   return plan;
 }
 
-Expected<std::vector<TransferPlan>>
-ucp::parsePlanDocument(StringRef text) {
+Expected<std::vector<TransferPlan>> ucp::parsePlanDocument(StringRef text) {
   Expected<json::Value> root = parseJson(text);
   if (!root)
     return root.takeError();
@@ -325,8 +323,8 @@ ucp::parsePlanDocument(StringRef text) {
   std::vector<TransferPlan> plans;
   PlanReader reader;
   for (const auto &entry : **params) {
-    Expected<TransferPlan> plan =
-        reader.readPlan(entry.first, entry.second, paramsPath.field(entry.first));
+    Expected<TransferPlan> plan = reader.readPlan(
+        entry.first, entry.second, paramsPath.field(entry.first));
     if (!plan)
       return plan.takeError();
     plans.push_back(std::move(*plan));

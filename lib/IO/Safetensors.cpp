@@ -12,8 +12,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <numeric>
 #include <fcntl.h>
+#include <numeric>
 #include <sys/mman.h>
 #include <tuple>
 #include <unistd.h>
@@ -257,8 +257,8 @@ SafetensorsWriter::create(llvm::StringRef path,
     failed = "cannot reserve " + std::to_string(size) + " bytes for the output";
   if (!ec) {
     writer->region = std::make_unique<fs::mapped_file_region>(
-        fs::convertFDToNativeFile(fd), fs::mapped_file_region::readwrite,
-        size, 0, ec);
+        fs::convertFDToNativeFile(fd), fs::mapped_file_region::readwrite, size,
+        0, ec);
     if (ec)
       failed = "cannot map the output";
   }

@@ -56,7 +56,8 @@ findHolders(llvm::StringRef name, ArrayRef<int64_t> cuts,
   std::vector<llvm::SmallVector<int64_t, 4>> holders(segments);
   for (auto [rank, runs] : llvm::enumerate(runsByRank))
     for (const IndexRun &run : runs)
-      for (size_t k = segmentOf(run.start), end = segmentOf(run.start + run.count);
+      for (size_t k = segmentOf(run.start),
+                  end = segmentOf(run.start + run.count);
            k < end; ++k)
         holders[k].push_back(rank);
   return holders;

@@ -54,8 +54,8 @@ Expected<ParamMap> ucp::buildReplicatedLayout(llvm::StringRef name,
   if (llvm::MulOverflow(tp, tp, entries))
     entries = std::numeric_limits<int64_t>::max();
   if (std::string error = checkLocationCount(entries); !error.empty())
-    return refuse(name, "replicated on " + std::to_string(tp) + " ranks, " +
-                            error);
+    return refuse(name,
+                  "replicated on " + std::to_string(tp) + " ranks, " + error);
   ParamMap map;
   map.name = name.str();
   map.logicalShape.assign(shape.begin(), shape.end());
@@ -165,10 +165,9 @@ Expected<ParamMap> ucp::buildPaddedVocabLayout(llvm::StringRef name,
   return map;
 }
 
-Expected<ParamMap> ucp::buildBigcodeLayout(llvm::StringRef name,
-                                           int64_t qRows, int64_t kvRows,
-                                           int64_t cols, int64_t tp,
-                                           const SplitRule &rule) {
+Expected<ParamMap> ucp::buildBigcodeLayout(llvm::StringRef name, int64_t qRows,
+                                           int64_t kvRows, int64_t cols,
+                                           int64_t tp, const SplitRule &rule) {
   std::vector<std::vector<IndexRun>> runs =
       getContiguousRuns(getShardSizes(qRows, tp, rule));
   for (std::vector<IndexRun> &rankRuns : runs)

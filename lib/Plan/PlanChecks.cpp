@@ -34,11 +34,10 @@ std::string ucp::checkFill(const Fill &fill, ArrayRef<int64_t> targetShard) {
 
 /// Checks that `writes` (named for diagnostics) write every element of
 /// target rank `rank`'s shard of `shape` exactly once.
-static std::string
-checkShardTiling(int64_t rank, ArrayRef<int64_t> shape,
-                 ArrayRef<std::tuple<ArrayRef<int64_t>, const StridedView *,
-                                     std::string>>
-                     writes) {
+static std::string checkShardTiling(
+    int64_t rank, ArrayRef<int64_t> shape,
+    ArrayRef<std::tuple<ArrayRef<int64_t>, const StridedView *, std::string>>
+        writes) {
   llvm::SmallVector<Box> boxes;
   std::vector<const std::string *> writers;
   for (const auto &[writeShape, view, name] : writes) {
@@ -79,8 +78,8 @@ ucp::checkPlanTiling(const TransferPlan &plan) {
   for (const auto &[rank, writes] : writesOfRank) {
     auto shape = plan.targetShards.find(rank);
     if (shape == plan.targetShards.end())
-      return std::pair(rank, "target rank " + std::to_string(rank) +
-                                 " has no shard");
+      return std::pair(rank,
+                       "target rank " + std::to_string(rank) + " has no shard");
     if (std::string error = checkShardTiling(rank, shape->second, writes);
         !error.empty())
       return std::pair(rank, std::move(error));

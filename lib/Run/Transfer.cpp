@@ -7,7 +7,6 @@
 #include "ucp/Runtime/CudaExecutor.h"
 #include "ucp/Support/OutputFile.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -130,17 +129,18 @@ llvm::Error ucp::checkScalesFit(const ParamMap &map, DType type,
           isRepresentableFactor(type, 1.0 / applied))
         continue;
       std::string power =
-          scalePower == 1 ? "" : " (to the power " + std::to_string(scalePower) + ")";
+          scalePower == 1
+              ? ""
+              : " (to the power " + std::to_string(scalePower) + ")";
       return refuse(
           "parameter '" + map.name + "': rank " + std::to_string(shard.rank) +
           " piece #" + std::to_string(i) + " has scale " +
           formatScale(piece.scale) + power + ", but " +
           getSafetensorsName(type) +
-          (isFloatingPoint(type)
-               ? " elements take factors of magnitude " +
-                     describeFactorRange(type) +
-                     " only, the scale and its inverse both"
-               : std::string(" elements cannot be scaled")));
+          (isFloatingPoint(type) ? " elements take factors of magnitude " +
+                                       describeFactorRange(type) +
+                                       " only, the scale and its inverse both"
+                                 : std::string(" elements cannot be scaled")));
     }
   return llvm::Error::success();
 }
@@ -454,10 +454,10 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   if (llvm::Error error = run.pairJobs(programs))
     return std::move(error);
   using Step = llvm::Error (TransferRun::*)();
-  for (Step step : {&TransferRun::checkFolders, &TransferRun::openSources,
-                    &TransferRun::checkSourceTensors,
-                    &TransferRun::createOutputs, &TransferRun::execute,
-                    &TransferRun::commit})
+  for (Step step :
+       {&TransferRun::checkFolders, &TransferRun::openSources,
+        &TransferRun::checkSourceTensors, &TransferRun::createOutputs,
+        &TransferRun::execute, &TransferRun::commit})
     if (llvm::Error error = (run.*step)())
       return std::move(error);
   run.stats.seconds =

@@ -32,12 +32,10 @@ static void appendSplit(const StridedCopy &copy,
 /// Calls `fn` with the blocks of at most kMaxCopyRank dimensions a copy or
 /// fill of `shape` over `views` splits into: one per index of its outer
 /// dimensions beyond that rank, each with the offset of every view.
-static void
-forEachWithinRank(llvm::ArrayRef<int64_t> shape,
-                  llvm::ArrayRef<const StridedView *> views,
-                  llvm::function_ref<void(llvm::ArrayRef<int64_t>,
-                                          llvm::ArrayRef<int64_t>)>
-                      fn) {
+static void forEachWithinRank(
+    llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<const StridedView *> views,
+    llvm::function_ref<void(llvm::ArrayRef<int64_t>, llvm::ArrayRef<int64_t>)>
+        fn) {
   llvm::SmallVector<int64_t, 2> offsets;
   for (const StridedView *view : views)
     offsets.push_back(view->offset);
@@ -85,9 +83,8 @@ CopyProgram ucp::lowerPlan(const TransferPlan &plan, int scalePower) {
   for (auto &[pair, copies] : byPair)
     program.pairs.push_back({pair.first, pair.second, std::move(copies)});
   for (const Fill &fill : plan.fills) {
-    size_t outer = fill.shape.size() > kMaxCopyRank
-                       ? fill.shape.size() - kMaxCopyRank
-                       : 0;
+    size_t outer =
+        fill.shape.size() > kMaxCopyRank ? fill.shape.size() - kMaxCopyRank : 0;
     forEachWithinRank(
         fill.shape, {&fill.target},
         [&](llvm::ArrayRef<int64_t> shape, llvm::ArrayRef<int64_t> offsets) {
@@ -126,8 +123,7 @@ llvm::Error ucp::checkFactors(const CopyProgram &program, DType type,
             "parameter '" + name + "': the copy from rank " +
                 std::to_string(pair.sourceBuffer) + " to rank " +
                 std::to_string(pair.targetBuffer) + " scales by " +
-                formatScale(copy.factor) + ", but " +
-                getSafetensorsName(type) +
+                formatScale(copy.factor) + ", but " + getSafetensorsName(type) +
                 (isFloatingPoint(type)
                      ? " elements take factors of magnitude " +
                            describeFactorRange(type) + " only"

@@ -162,8 +162,7 @@ std::optional<DType> ucp::parseDTypeName(llvm::StringRef name) {
 
 bool ucp::isFloatingPoint(DType type) {
   return type == DType::F64 || type == DType::F32 || type == DType::F16 ||
-         type == DType::BF16 || type == DType::F8E4M3 ||
-         type == DType::F8E5M2;
+         type == DType::BF16 || type == DType::F8E4M3 || type == DType::F8E5M2;
 }
 
 /// Replaces each of the `count` elements of type T at `data` by

@@ -46,8 +46,8 @@ readStandardInput(const InputOptions &options) {
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0)
-      return refuse("<stdin>", std::string("cannot read: ") +
-                                   std::strerror(errno));
+      return refuse("<stdin>",
+                    std::string("cannot read: ") + std::strerror(errno));
     if (got == 0)
       break;
     if (static_cast<int64_t>(bytes.size()) + got > kMaxStandardInputBytes)
@@ -58,8 +58,8 @@ readStandardInput(const InputOptions &options) {
   }
   // Such a buffer is NUL-terminated too, whatever `options` ask.
   std::unique_ptr<llvm::WritableMemoryBuffer> buffer =
-      llvm::WritableMemoryBuffer::getNewUninitMemBuffer(
-          bytes.size(), "<stdin>", options.alignment);
+      llvm::WritableMemoryBuffer::getNewUninitMemBuffer(bytes.size(), "<stdin>",
+                                                        options.alignment);
   if (!buffer)
     return refuse("<stdin>", "out of memory");
   std::copy(bytes.begin(), bytes.end(), buffer->getBufferStart());
@@ -74,7 +74,8 @@ ucp::readInputFile(llvm::StringRef path, const InputOptions &options) {
   // rather than waited on; then checked on the descriptor, so that nothing
   // can swap the file between the check and the read.
   llvm::SmallString<256> nullTerminatedPath(path);
-  int fd = ::open(nullTerminatedPath.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  int fd =
+      ::open(nullTerminatedPath.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
     return refuse(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat status;

@@ -75,8 +75,8 @@ static void removeStaleTemporaries(llvm::StringRef folder) {
     std::optional<pid_t> owner = getTemporaryOwner(name);
     if (!owner || getLiveTemporaries().contains(it->path()))
       continue;
-    bool gone = *owner == ::getpid() ||
-                (::kill(*owner, 0) != 0 && errno == ESRCH);
+    bool gone =
+        *owner == ::getpid() || (::kill(*owner, 0) != 0 && errno == ESRCH);
     if (gone && it->type() == fs::file_type::regular_file)
       fs::remove(it->path());
   }
@@ -102,8 +102,8 @@ static llvm::Expected<Destination> resolveDestination(llvm::StringRef path) {
     if (folder.empty())
       folder = ".";
     if (!fs::is_directory(folder))
-      return refuse(path, "cannot write: the folder " + folder +
-                              " does not exist");
+      return refuse(path,
+                    "cannot write: the folder " + folder + " does not exist");
     return Destination{path.str(), std::nullopt};
   }
   std::string destination = path.str();
@@ -143,8 +143,8 @@ OutputFile::create(llvm::StringRef path) {
                       std::to_string(::getpid()) + "-%%%%%%";
   if (std::error_code ec =
           fs::createUniqueFile(model, file->descriptor, temporary))
-    return refuse(path, "cannot create a temporary file beside it: " +
-                            ec.message());
+    return refuse(path,
+                  "cannot create a temporary file beside it: " + ec.message());
   file->temporary = temporary.str().str();
   // A replaced file keeps its permissions: a private file stays private.
   if (destination->replacedMode)
@@ -196,8 +196,8 @@ llvm::Error OutputFile::commit(bool durable) {
     }
   }
   if (durable && ::fsync(descriptor) != 0)
-    return refuse(path, std::string("cannot write to disk: ") +
-                            std::strerror(errno));
+    return refuse(path,
+                  std::string("cannot write to disk: ") + std::strerror(errno));
   stream.reset();
   ::close(descriptor);
   descriptor = -1;

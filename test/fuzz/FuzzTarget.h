@@ -1,4 +1,5 @@
-//===- FuzzTarget.h - What every fuzz target shares --------------*- C++ -*-===//
+//===- FuzzTarget.h - What every fuzz target shares --------------*- C++
+//-*-===//
 //
 // Each fuzz target feeds its input to one reader of the toolkit and, where
 // the reader accepts it, checks a property the reader promises (a document

@@ -85,7 +85,8 @@ TEST(BoxSweep, CellCountDependsOnArrangementNotSize) {
 /// each level once, so the work is linear in the boxes, not their square.
 TEST(BoxSweep, DisjointBoxesAreVisitedOncePerLevel) {
   std::mt19937_64 rng(11);
-  for (Extents extents : {Extents{20000}, Extents{200, 100}, Extents{20, 20, 50}}) {
+  for (Extents extents :
+       {Extents{20000}, Extents{200, 100}, Extents{20, 20, 50}}) {
     int64_t elements = *getNumElements(extents);
     std::vector<int64_t> offsets(elements);
     for (int64_t e = 0; e < elements; ++e)
@@ -100,8 +101,8 @@ TEST(BoxSweep, DisjointBoxesAreVisitedOncePerLevel) {
       boxes.push_back({lo, hi});
     }
     int64_t visits = 0;
-    int64_t cells =
-        sweepBoxes(boxes, extents, [](const Box &, auto) {}, &visits);
+    int64_t cells = sweepBoxes(
+        boxes, extents, [](const Box &, auto) {}, &visits);
     EXPECT_EQ(visits, static_cast<int64_t>(boxes.size() * extents.size()))
         << formatList(extents);
     EXPECT_GE(cells, static_cast<int64_t>(boxes.size()));

@@ -179,9 +179,10 @@ TEST(Composition, SegmentCountsStayWithinTheSpec) {
     EXPECT_LE(countSegments(plan), 40) << "hidden " << hidden;
   }
   // bigcode 2 -> 4: at most 7.
-  EXPECT_LE(countSegments(checkPlan(llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 2)),
-                                    llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 4)),
-                                    {ReplicaPolicy::Lowest})),
+  EXPECT_LE(countSegments(
+                checkPlan(llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 2)),
+                          llvm::cantFail(buildBigcodeLayout("c", 32, 16, 8, 4)),
+                          {ReplicaPolicy::Lowest})),
             7);
   // Yuan o_proj 4 -> 2: at most 4, whatever the rows.
   for (int64_t rows : {8, 32, 128}) {
@@ -195,9 +196,9 @@ TEST(Composition, VocabularyPaddingIsNeverReadAndIsFilled) {
   for (int64_t vocab : {13, 32, 100, 50257}) {
     for (int64_t from : {1, 2, 4, 8}) {
       for (int64_t to : {1, 2, 4, 8}) {
-        TransferPlan plan =
-            checkPlan(llvm::cantFail(buildPaddedVocabLayout("embed", vocab, 2, from)),
-                      llvm::cantFail(buildPaddedVocabLayout("embed", vocab, 2, to)));
+        TransferPlan plan = checkPlan(
+            llvm::cantFail(buildPaddedVocabLayout("embed", vocab, 2, from)),
+            llvm::cantFail(buildPaddedVocabLayout("embed", vocab, 2, to)));
         EXPECT_LE(countSegments(plan), from + to)
             << "V " << vocab << " " << from << " -> " << to;
         int64_t padded = (vocab + to - 1) / to * to;
@@ -253,9 +254,9 @@ TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
 
 TEST(Composition, MismatchedShapesAreRefused) {
   SentElements sent;
-  llvm::Expected<TransferPlan> plan =
-      composeMaps(llvm::cantFail(buildReplicatedLayout("w", {4, 2}, 2)),
-                  llvm::cantFail(buildReplicatedLayout("w", {2, 4}, 2)), {}, sent);
+  llvm::Expected<TransferPlan> plan = composeMaps(
+      llvm::cantFail(buildReplicatedLayout("w", {4, 2}, 2)),
+      llvm::cantFail(buildReplicatedLayout("w", {2, 4}, 2)), {}, sent);
   ASSERT_FALSE(static_cast<bool>(plan));
   EXPECT_EQ(llvm::toString(plan.takeError()),
             "parameter 'w': the source's logical shape [4, 2] differs from "

@@ -22,7 +22,8 @@ std::vector<CopyWorkload> ucp::testing::getCopyWorkloads() {
           *buildSplitLayout("w", {65536, 256}, 1, getShardSizes(256, 4)));
   extract("column_4KiB",
           *buildSplitLayout("w", {4096, 4096}, 1, getShardSizes(4096, 4)));
-  extract("bigcode", llvm::cantFail(buildBigcodeLayout("w", 8192, 4096, 1024, 4)));
+  extract("bigcode",
+          llvm::cantFail(buildBigcodeLayout("w", 8192, 4096, 1024, 4)));
   extract("codegen", *buildCodegenLayout("w", 4096, 1024, 4));
   // A 1 GiB map set (f32): 16 MLP-like weights of 64 MiB, half split by
   // rows, half by columns.

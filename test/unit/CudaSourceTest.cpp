@@ -19,12 +19,12 @@ using namespace ucp;
 
 TEST(CudaSource, CompilesWithNvrtcForEveryDType) {
   SentElements sent;
-  TransferPlan vocab =
-      *composeMaps(llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 4)),
-                   llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 2)), {}, sent);
-  TransferPlan bias =
-      *composeMaps(llvm::cantFail(buildScaledBiasLayout("bias", {64}, 4)),
-                   llvm::cantFail(buildScaledBiasLayout("bias", {64}, 2)), {}, sent);
+  TransferPlan vocab = *composeMaps(
+      llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 4)),
+      llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 2)), {}, sent);
+  TransferPlan bias = *composeMaps(
+      llvm::cantFail(buildScaledBiasLayout("bias", {64}, 4)),
+      llvm::cantFail(buildScaledBiasLayout("bias", {64}, 2)), {}, sent);
   for (DType type : {DType::F32, DType::BF16, DType::F16, DType::F64, DType::I8,
                      DType::F8E4M3}) {
     std::vector<std::pair<std::string, CopyProgram>> programs = {
@@ -56,9 +56,9 @@ TEST(CudaSource, CompilesMachineCodeForTheGpusNvrtcKnows) {
   // PTX for the newest architecture below one newer than it, and a clear
   // refusal for one older than any it supports.
   SentElements sent;
-  TransferPlan plan =
-      *composeMaps(llvm::cantFail(buildScaledBiasLayout("bias", {64}, 4)),
-                   llvm::cantFail(buildScaledBiasLayout("bias", {64}, 2)), {}, sent);
+  TransferPlan plan = *composeMaps(
+      llvm::cantFail(buildScaledBiasLayout("bias", {64}, 4)),
+      llvm::cantFail(buildScaledBiasLayout("bias", {64}, 2)), {}, sent);
   std::string source =
       llvm::cantFail(emitCuda({{"bias", lowerPlan(plan)}}, DType::BF16)).source;
   llvm::Expected<CompiledKernels> hopper = compileCudaForDevice(source, 9, 0);
@@ -95,9 +95,10 @@ TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
     return p;
   };
   const int64_t limit = int64_t(1) << 32;
-  CudaModule module = llvm::cantFail(emitCuda({{"largest 32-bit", program(limit - 1)},
-                                {"smallest 64-bit", program(limit)}},
-                               DType::U8));
+  CudaModule module =
+      llvm::cantFail(emitCuda({{"largest 32-bit", program(limit - 1)},
+                               {"smallest 64-bit", program(limit)}},
+                              DType::U8));
   ASSERT_EQ(module.launches.size(), 2u);
   EXPECT_EQ(module.launches[0].units, limit - 1);
   EXPECT_NE(module.source.find("ucp_run<unsigned int>(ucp_program_0_table"),
@@ -105,8 +106,8 @@ TEST(CudaSource, LaunchesOf2To32UnitsOrMoreDecodeThemIn64Bits) {
   EXPECT_NE(module.source.find("ucp_run<long long>(ucp_program_1_table"),
             std::string::npos);
   // Asked for, 64 bits everywhere.
-  CudaModule wide =
-      llvm::cantFail(emitCuda({{"small", program(16)}}, DType::U8, CudaUnitIndex::Wide));
+  CudaModule wide = llvm::cantFail(
+      emitCuda({{"small", program(16)}}, DType::U8, CudaUnitIndex::Wide));
   EXPECT_NE(wide.source.find("ucp_run<long long>(ucp_program_0_table"),
             std::string::npos);
 }
@@ -126,7 +127,8 @@ TEST(CudaSource, OneLaunchPerProgramOverAllItsBuffers) {
   p.targetElements = {{0, 4}, {1, 4}, {3, 4}};
   CopyProgram empty;
   empty.targetElements = {{0, 0}};
-  CudaModule module = llvm::cantFail(emitCuda({{"nothing", empty}, {"mixed", p}}, DType::U8));
+  CudaModule module =
+      llvm::cantFail(emitCuda({{"nothing", empty}, {"mixed", p}}, DType::U8));
   ASSERT_EQ(module.launches.size(), 1u);
   const CudaLaunch &launch = module.launches[0];
   EXPECT_EQ(launch.kernel, "ucp_program_1");
@@ -153,11 +155,12 @@ TEST(CudaSource, UnitsAreTheWidestVectorsTheAlignmentAllows) {
     p.targetElements[0] = 32;
     return p;
   };
-  CudaModule module = llvm::cantFail(emitCuda({{"aligned to 32", program(0, 8, 1.0)},
-                                {"aligned to 16", program(4, 8, 1.0)},
-                                {"runs of 16 bytes", program(0, 4, 1.0)},
-                                {"scaled", program(0, 8, 0.5)}},
-                               DType::F32));
+  CudaModule module =
+      llvm::cantFail(emitCuda({{"aligned to 32", program(0, 8, 1.0)},
+                               {"aligned to 16", program(4, 8, 1.0)},
+                               {"runs of 16 bytes", program(0, 4, 1.0)},
+                               {"scaled", program(0, 8, 0.5)}},
+                              DType::F32));
   // Rows as `{begin, rank, vectors, src, dst, {shape}, src_offset, ...`:
   // the shape and offsets count units.
   EXPECT_NE(module.source.find("{0LL, 2, 2, 0, 1, {4, 1, 0, 0, 0, 0, 0, 0}, "

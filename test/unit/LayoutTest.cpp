@@ -210,7 +210,8 @@ TEST(Layouts, ColumnAndRowParallelSplits) {
 
 TEST(Layouts, ReplicatedAndScaledBias) {
   Markers f = iota({6, 8});
-  ParamMap replicated = llvm::cantFail(buildReplicatedLayout("norm", {6, 8}, 4));
+  ParamMap replicated =
+      llvm::cantFail(buildReplicatedLayout("norm", {6, 8}, 4));
   expectMatchesShards(replicated, {f, f, f, f});
   EXPECT_EQ(replicated.shards[2].pieces[0].locations, (Extents{0, 1, 2, 3}));
 
@@ -317,8 +318,8 @@ TEST(Layouts, BigcodeReplicatesTheKvBlock) {
   EXPECT_EQ(map.shards[3].pieces[1].locations, (Extents{0, 1, 2, 3}));
   EXPECT_EQ(map.shards[3].pieces[1].dest.offset, 64);
   // n_embd 24, kv 6 heads, tp4: q widths [8, 8, 4, 4].
-  ParamMap uneven =
-      llvm::cantFail(buildBigcodeLayout("c_attn", 24, 12, 8, 4, {6, 1, "c_attn"}));
+  ParamMap uneven = llvm::cantFail(
+      buildBigcodeLayout("c_attn", 24, 12, 8, 4, {6, 1, "c_attn"}));
   EXPECT_EQ(uneven.shards[2].shape, (Extents{16, 8}));
 }
 

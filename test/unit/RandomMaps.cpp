@@ -291,11 +291,12 @@ ParamMap ucp::testing::makeScatteredMap(llvm::StringRef name,
     shard.shape = {static_cast<int64_t>(held[r].size())};
     shard.pieces.reserve(held[r].size());
     for (auto [k, offset] : llvm::enumerate(held[r]))
-      shard.pieces.push_back({ones,
-                              {offset, getRowMajorStrides(shape)},
-                              {static_cast<int64_t>(k), Extents(shape.size(), 1)},
-                              {r},
-                              1.0});
+      shard.pieces.push_back(
+          {ones,
+           {offset, getRowMajorStrides(shape)},
+           {static_cast<int64_t>(k), Extents(shape.size(), 1)},
+           {r},
+           1.0});
   }
   return map;
 }

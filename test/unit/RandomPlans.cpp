@@ -37,9 +37,9 @@ ucp::testing::makeExecutionPlans(std::mt19937_64 &rng, DType type, int count) {
       break;
     }
   }
-  plans.push_back(*composeMaps(llvm::cantFail(buildPaddedVocabLayout("embed", 13, 16, 4)),
-                               llvm::cantFail(buildPaddedVocabLayout("embed", 13, 16, 2)), {},
-                               sent));
+  plans.push_back(*composeMaps(
+      llvm::cantFail(buildPaddedVocabLayout("embed", 13, 16, 4)),
+      llvm::cantFail(buildPaddedVocabLayout("embed", 13, 16, 2)), {}, sent));
   ParamMap columns = *buildSplitLayout("w", {8, 64}, 1, {16, 16, 16, 16});
   ParamMap rows = *buildSplitLayout("w", {8, 64}, 0, {4, 4});
   plans.push_back(*composeMaps(getFullTensorMap(columns), columns, {}, sent));

@@ -13,8 +13,8 @@
 
 #include "ucp/Run/Transfer.h"
 #include "RandomMaps.h"
-#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ScratchFolder.h"
+#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/Safetensors.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 
@@ -219,8 +219,10 @@ TEST(Transfer, PoisonedPaddingNeverReachesTheOutputs) {
   ScratchFolder folder;
   // 13 rows: 16 at TP=4 (rank 3 holds 3 padding rows), 14 at TP=2 (rank 1
   // holds 1).
-  std::vector<ParamMap> tp4 = {llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 4))};
-  std::vector<ParamMap> tp2 = {llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 2))};
+  std::vector<ParamMap> tp4 = {
+      llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 4))};
+  std::vector<ParamMap> tp2 = {
+      llvm::cantFail(buildPaddedVocabLayout("embed", 13, 8, 2))};
   std::string original = folder.file("full.safetensors");
   ASSERT_FALSE(bool(writeRandomFullTensors(tp4, original, DType::F32, 3)));
   TransferOptions options;

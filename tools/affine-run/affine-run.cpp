@@ -115,12 +115,12 @@ static cl::opt<std::string> dtypeName("dtype",
 static cl::opt<uint64_t> seed("seed", cl::desc("init: the random seed"),
                               cl::init(1), cl::sub(initCommand),
                               cl::cat(category));
-static cl::opt<bool> noSync(
-    "no-sync",
-    cl::desc("return without waiting for the outputs to reach the disk "
-             "(faster; a crash soon after may lose them)"),
-    cl::sub(extractCommand), cl::sub(rebuildCommand), cl::sub(reshardCommand),
-    cl::cat(category));
+static cl::opt<bool>
+    noSync("no-sync",
+           cl::desc("return without waiting for the outputs to reach the disk "
+                    "(faster; a crash soon after may lose them)"),
+           cl::sub(extractCommand), cl::sub(rebuildCommand),
+           cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("print no progress or summary"),
                            cl::sub(extractCommand), cl::sub(rebuildCommand),
                            cl::sub(reshardCommand), cl::cat(category));
@@ -197,8 +197,8 @@ public:
     std::vector<ParamMap> full;
     for (const ParamMap &map : maps)
       full.push_back(getFullTensorMap(map));
-    return keep(buildMapModule(
-        full, mlir::FileLineColLoc::get(&context, file, 0, 0)));
+    return keep(
+        buildMapModule(full, mlir::FileLineColLoc::get(&context, file, 0, 0)));
   }
 
   mlir::MLIRContext context;
@@ -340,8 +340,8 @@ int main(int argc, char **argv) {
     sourceMaps = extractCommand ? fullMaps : *maps;
     targetMaps = extractCommand ? *maps : fullMaps;
     TransferSide fullSide = getFullTensorSide(sharded, full);
-    TransferSide shardSide = getShardSide(
-        std::move(sharded), extractCommand ? outPath : shardsDir);
+    TransferSide shardSide =
+        getShardSide(std::move(sharded), extractCommand ? outPath : shardsDir);
     shardSide.mapOrigin = mapFile;
     fullSide.mapOrigin = "the full tensors of " + mapFile;
     source = extractCommand ? std::move(fullSide) : std::move(shardSide);
@@ -366,8 +366,8 @@ int main(int argc, char **argv) {
   }
   // Planned from copies: the pipeline rewrites the module it runs on.
   mlir::OwningOpRef<mlir::ModuleOp> planned = sourceMaps.clone();
-  mlir::FailureOr<TransferPrograms> programs = planTransfers(
-      *planned, targetMaps, options.policy, options.scalePower);
+  mlir::FailureOr<TransferPrograms> programs =
+      planTransfers(*planned, targetMaps, options.policy, options.scalePower);
   if (failed(programs))
     return 1;
   llvm::Expected<TransferStats> stats =

@@ -228,10 +228,9 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
       return refuse(flags.placement + ": " +
                     llvm::toString(placement.takeError()));
     if (placement->epSize != flags.tp)
-      return refuse("--tp " + std::to_string(flags.tp) +
-                    " differs from the ep_size " +
-                    std::to_string(placement->epSize) + " of " +
-                    flags.placement);
+      return refuse(
+          "--tp " + std::to_string(flags.tp) + " differs from the ep_size " +
+          std::to_string(placement->epSize) + " of " + flags.placement);
     return buildExpertLayout(flags.name, *placement, shape);
   }
   return refuse("unknown layout '" + layout + "'; --help lists them");

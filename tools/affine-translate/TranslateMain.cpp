@@ -25,9 +25,9 @@ static int fail(llvm::Error error) {
 int runTranslateMain(int argc, char **argv, llvm::StringRef overview) {
   static cl::opt<std::string> inputFilename(
       cl::Positional, cl::desc("<input file>"), cl::init("-"));
-  static cl::opt<std::string> outputFilename(
-      "o", cl::desc("Output filename"), cl::value_desc("filename"),
-      cl::init("-"));
+  static cl::opt<std::string> outputFilename("o", cl::desc("Output filename"),
+                                             cl::value_desc("filename"),
+                                             cl::init("-"));
   static cl::opt<bool> splitInputFile(
       "split-input-file",
       cl::desc("Split the input file into pieces and translate each "
@@ -67,10 +67,9 @@ int runTranslateMain(int argc, char **argv, llvm::StringRef overview) {
     (void)(*translation)(sourceMgr, os, &context);
     return handler.verify();
   };
-  if (failed(splitAndProcessBuffer(std::move(*input), translate,
-                                   (*output)->os(),
-                                   splitInputFile ? kDefaultSplitMarker : "",
-                                   kDefaultSplitMarker)))
+  if (failed(splitAndProcessBuffer(
+          std::move(*input), translate, (*output)->os(),
+          splitInputFile ? kDefaultSplitMarker : "", kDefaultSplitMarker)))
     return 1;
   if (llvm::Error error = (*output)->commit())
     return fail(std::move(error));

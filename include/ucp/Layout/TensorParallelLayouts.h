@@ -77,9 +77,9 @@ llvm::Expected<ParamMap> buildPaddedVocabLayout(llvm::StringRef name,
 
 /// bigcode's fused QKV (MQA): the q rows `[0, qRows)` split by the split
 /// rule, and every rank also holding the whole kv block after them.
-llvm::Expected<ParamMap> buildBigcodeLayout(llvm::StringRef name,
-                                            int64_t qRows, int64_t kvRows,
-                                            int64_t cols, int64_t tp,
+llvm::Expected<ParamMap> buildBigcodeLayout(llvm::StringRef name, int64_t qRows,
+                                            int64_t kvRows, int64_t cols,
+                                            int64_t tp,
                                             const SplitRule &rule = {});
 
 /// CodeGen's fused QKV: `mpNum` blocks of [q|k|v] of hidden/mpNum rows each,

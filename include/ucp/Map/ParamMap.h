@@ -63,8 +63,7 @@ struct Shard {
   std::vector<Piece> pieces;
 
   bool operator==(const Shard &other) const {
-    return rank == other.rank && shape == other.shape &&
-           pieces == other.pieces;
+    return rank == other.rank && shape == other.shape && pieces == other.pieces;
   }
 };
 

@@ -58,8 +58,8 @@ PlanOp ucp::buildPlanOp(OpBuilder &builder, Location loc,
     builder.create<SourceShardOp>(loc, rank, shape);
   // Each target shard's writes, gathered in one pass: looking them up per
   // shard would cost the shards times the writes.
-  std::map<int64_t, std::pair<std::vector<const Segment *>,
-                              std::vector<const Fill *>>>
+  std::map<int64_t,
+           std::pair<std::vector<const Segment *>, std::vector<const Fill *>>>
       writesOfRank;
   for (const Segment &segment : plan.segments)
     writesOfRank[segment.targetRank].first.push_back(&segment);

@@ -139,10 +139,9 @@ LogicalResult PlanOp::verifyRegions() {
       if (source == sources.end())
         return copy.emitOpError("reads from source rank ")
                << copy.getSourceRank() << ", which declares no shard";
-      std::string error =
-          checkSegment(toSegment(copy),
-                       cast<SourceShardOp>(source->second).getShardShape(),
-                       target.getShardShape());
+      std::string error = checkSegment(
+          toSegment(copy), cast<SourceShardOp>(source->second).getShardShape(),
+          target.getShardShape());
       if (!error.empty())
         return copy.emitOpError(error);
     }

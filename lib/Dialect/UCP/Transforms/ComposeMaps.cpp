@@ -160,8 +160,8 @@ void UCPComposePass::runOnOperation() {
                               "so it runs on the op holding them (a module)");
     return signalPassFailure();
   }
-  FailureOr<std::vector<std::pair<ParamOp, const MapVerification *>>>
-      sources = getSources();
+  FailureOr<std::vector<std::pair<ParamOp, const MapVerification *>>> sources =
+      getSources();
   if (failed(sources))
     return signalPassFailure();
   SentElements sent;

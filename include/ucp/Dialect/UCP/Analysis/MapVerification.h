@@ -1,4 +1,5 @@
-//===- MapVerification.h - Whole-map verification as an analysis -*- C++ -*-===//
+//===- MapVerification.h - Whole-map verification as an analysis -*- C++
+//-*-===//
 //
 // The properties no single op can check (P1 coverage, P5 homogeneity, shard
 // tiling; ucp/Analysis/MapVerifier.h) as an MLIR analysis of one ucp.param.

@@ -1,4 +1,5 @@
-//===- ReshardPipeline.h - Verify, compose and lower, as one pipeline -*- C++ -*-===//
+//===- ReshardPipeline.h - Verify, compose and lower, as one pipeline -*- C++
+//-*-===//
 //
 // The one way maps become copy programs: --ucp-verify, --ucp-compose into
 // the target maps, --ucp-lower-copies. affine-opt runs it as the named
@@ -28,9 +29,9 @@ struct ReshardPipelineOptions
       *this, "policy",
       llvm::cl::desc("replica choice: lowest, local, node or balance"),
       llvm::cl::init("local")};
-  Option<int64_t> ranksPerNode{*this, "ranks-per-node",
-                               llvm::cl::desc("ranks per node, for policy=node"),
-                               llvm::cl::init(8)};
+  Option<int64_t> ranksPerNode{
+      *this, "ranks-per-node",
+      llvm::cl::desc("ranks per node, for policy=node"), llvm::cl::init(8)};
   Option<int> scalePower{
       *this, "scale-power",
       llvm::cl::desc("the power of the scale the moved tensors carry"),
@@ -57,9 +58,10 @@ mlir::FailureOr<TransferPrograms> planTransfers(mlir::ModuleOp sources,
 /// Plans `sources` into `targets` as the overload above does, in a context
 /// of its own, for maps no file holds; the pipeline's diagnostics become the
 /// error's message, one per line.
-llvm::Expected<TransferPrograms>
-planTransfers(llvm::ArrayRef<ParamMap> sources, llvm::ArrayRef<ParamMap> targets,
-              const ReplicaPolicy &policy = {}, int scalePower = 1);
+llvm::Expected<TransferPrograms> planTransfers(llvm::ArrayRef<ParamMap> sources,
+                                               llvm::ArrayRef<ParamMap> targets,
+                                               const ReplicaPolicy &policy = {},
+                                               int scalePower = 1);
 
 /// Returns a module of the ucp.param ops of `maps`, every op located at
 /// `loc`: how maps that no file holds (the full tensor of extract and

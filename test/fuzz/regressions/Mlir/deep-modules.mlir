@@ -1,0 +1,100000 @@
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+module {
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
+}
