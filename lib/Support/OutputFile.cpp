@@ -39,13 +39,6 @@ static const std::string &getHostTag() {
   return tag;
 }
 
-/// The temporaries this process has open, which are not stale.
-static std::mutex liveMutex;
-static llvm::StringSet<> &getLiveTemporaries() {
-  static llvm::StringSet<> live;
-  return live;
-}
-
 /// Returns the process that made the temporary `name` if this host's
 /// naming scheme says so: `<base>.tmp-<host>-<pid>-<6 characters>`.
 static std::optional<pid_t> getTemporaryOwner(llvm::StringRef name) {
@@ -62,10 +55,12 @@ static std::optional<pid_t> getTemporaryOwner(llvm::StringRef name) {
 }
 
 /// Removes, once per folder and process, the temporaries in `folder` whose
-/// process of this host is gone (killed before it could remove them).
+/// process of this host is gone (killed before it could remove them). This
+/// process's own are never stale: it is alive.
 static void removeStaleTemporaries(llvm::StringRef folder) {
+  static std::mutex mutex;
   static llvm::StringSet<> swept;
-  std::lock_guard<std::mutex> lock(liveMutex);
+  std::lock_guard<std::mutex> lock(mutex);
   if (!swept.insert(folder).second)
     return;
   std::error_code ec;
@@ -73,10 +68,9 @@ static void removeStaleTemporaries(llvm::StringRef folder) {
        it.increment(ec)) {
     llvm::StringRef name = llvm::sys::path::filename(it->path());
     std::optional<pid_t> owner = getTemporaryOwner(name);
-    if (!owner || getLiveTemporaries().contains(it->path()))
+    if (!owner || *owner == ::getpid())
       continue;
-    bool gone =
-        *owner == ::getpid() || (::kill(*owner, 0) != 0 && errno == ESRCH);
+    bool gone = ::kill(*owner, 0) != 0 && errno == ESRCH;
     if (gone && it->type() == fs::file_type::regular_file)
       fs::remove(it->path());
   }
@@ -149,10 +143,6 @@ OutputFile::create(llvm::StringRef path) {
   // A replaced file keeps its permissions: a private file stays private.
   if (destination->replacedMode)
     (void)::fchmod(file->descriptor, *destination->replacedMode);
-  {
-    std::lock_guard<std::mutex> lock(liveMutex);
-    getLiveTemporaries().insert(file->temporary);
-  }
   // An interrupted run (Ctrl-C, a batch system's SIGTERM) leaves nothing.
   llvm::sys::RemoveFileOnSignal(file->temporary);
   return file;
@@ -165,10 +155,6 @@ OutputFile::~OutputFile() {
   if (!committed && !temporary.empty()) {
     fs::remove(temporary);
     llvm::sys::DontRemoveFileOnSignal(temporary);
-  }
-  if (!temporary.empty()) {
-    std::lock_guard<std::mutex> lock(liveMutex);
-    getLiveTemporaries().erase(temporary);
   }
 }
 
