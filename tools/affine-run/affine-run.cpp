@@ -256,71 +256,10 @@ static int runInit() {
   return 0;
 }
 
-int main(int argc, char **argv) {
-  installSignalHandlers(argv[0]);
-  llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "affine-run: move tensors between sharded layouts described by ucp "
-      "maps\n\n"
-      "  affine-run extract --map M --full FILE --out DIR\n"
-      "  affine-run rebuild --map M --shards DIR --out FILE\n"
-      "  affine-run reshard --source-map Ms --target-map Mt --shards DIR "
-      "--out DIR2\n"
-      "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n\n"
-      "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
-      "is written unless the whole run succeeds; extract, rebuild and reshard "
-      "return once their outputs are on disk (unless --no-sync).\n");
-
-  if (initCommand)
-    return runInit();
-  const char *command = extractCommand   ? "extract"
-                        : rebuildCommand ? "rebuild"
-                        : reshardCommand ? "reshard"
-                                         : nullptr;
-  if (!command)
-    return fail("expected a command: extract, rebuild, reshard or init "
-                "(see --help)");
-  if (outPath.empty())
-    return fail("--out is required");
-
-  TransferOptions options;
-  if (device == "cuda")
-    options.device = TransferOptions::Device::Cuda;
-  else if (device != "cpu")
-    return fail("unknown --device '" + device + "'; expected cpu or cuda");
-  options.threads = threads;
-  options.checkReplicas = checkReplicasFlag;
-  options.syncOutputs = !noSync;
-  options.ignoreExtraTensors = ignoreExtra;
-  options.scalePower = scalePower;
-  if (!state.empty()) {
-    if (state == "fp32")
-      options.scalePower = 1;
-    else if (state == "exp_avg")
-      options.scalePower = -1;
-    else if (state == "exp_avg_sq")
-      options.scalePower = -2;
-    else
-      return fail("unknown --state '" + state +
-                  "'; expected fp32, exp_avg or exp_avg_sq");
-    // Both say what the tensors are; a disagreement is not guessed away.
-    if (scalePower.getNumOccurrences() && options.scalePower != scalePower)
-      return fail("--state " + state + " means scale power " +
-                  std::to_string(options.scalePower) + ", but --scale-power " +
-                  std::to_string(scalePower) + " was given; give one of them");
-  }
-  llvm::Expected<ReplicaPolicy> replicaPolicy = getPolicy();
-  if (!replicaPolicy)
-    return fail(llvm::toString(replicaPolicy.takeError()));
-  options.policy = *replicaPolicy;
-  if (!quiet)
-    options.progress = [](size_t done, size_t total, int64_t bytes) {
-      llvm::errs() << "affine-run: " << done << "/" << total << " parameters, "
-                   << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
-    };
-
+/// Runs extract, rebuild or reshard (`command`): plans the maps through the
+/// reshard pipeline, then moves the tensors.
+static int runTransferCommand(const char *command,
+                              const TransferOptions &options) {
   // The maps of both sides, as modules: the reshard pipeline verifies,
   // composes and lowers them before any file is opened.
   MapFiles files;
@@ -389,4 +328,85 @@ int main(int argc, char **argv) {
                 : ", on the GPU with kernels for " + stats->gpuArchitecture)
         << "\n";
   return 0;
+}
+
+/// The options of extract, rebuild and reshard, or why they are refused.
+static llvm::Expected<TransferOptions> getOptions() {
+  auto refuseOption = [](const llvm::Twine &why) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
+  };
+  TransferOptions options;
+  if (device == "cuda")
+    options.device = TransferOptions::Device::Cuda;
+  else if (device != "cpu")
+    return refuseOption("unknown --device '" + device +
+                        "'; expected cpu or cuda");
+  options.threads = threads;
+  options.checkReplicas = checkReplicasFlag;
+  options.syncOutputs = !noSync;
+  options.ignoreExtraTensors = ignoreExtra;
+  options.scalePower = scalePower;
+  if (!state.empty()) {
+    if (state == "fp32")
+      options.scalePower = 1;
+    else if (state == "exp_avg")
+      options.scalePower = -1;
+    else if (state == "exp_avg_sq")
+      options.scalePower = -2;
+    else
+      return refuseOption("unknown --state '" + state +
+                          "'; expected fp32, exp_avg or exp_avg_sq");
+    // Both say what the tensors are; a disagreement is not guessed away.
+    if (scalePower.getNumOccurrences() && options.scalePower != scalePower)
+      return refuseOption("--state " + state + " means scale power " +
+                          std::to_string(options.scalePower) +
+                          ", but --scale-power " + std::to_string(scalePower) +
+                          " was given; give one of them");
+  }
+  llvm::Expected<ReplicaPolicy> replicaPolicy = getPolicy();
+  if (!replicaPolicy)
+    return replicaPolicy.takeError();
+  options.policy = *replicaPolicy;
+  if (!quiet)
+    options.progress = [](size_t done, size_t total, int64_t bytes) {
+      llvm::errs() << "affine-run: " << done << "/" << total << " parameters, "
+                   << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
+    };
+
+  return options;
+}
+
+int main(int argc, char **argv) {
+  installSignalHandlers(argv[0]);
+  llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "affine-run: move tensors between sharded layouts described by ucp "
+      "maps\n\n"
+      "  affine-run extract --map M --full FILE --out DIR\n"
+      "  affine-run rebuild --map M --shards DIR --out FILE\n"
+      "  affine-run reshard --source-map Ms --target-map Mt --shards DIR "
+      "--out DIR2\n"
+      "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n\n"
+      "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
+      "is written unless the whole run succeeds; extract, rebuild and reshard "
+      "return once their outputs are on disk (unless --no-sync).\n");
+
+  if (initCommand)
+    return runInit();
+  const char *command = extractCommand   ? "extract"
+                        : rebuildCommand ? "rebuild"
+                        : reshardCommand ? "reshard"
+                                         : nullptr;
+  if (!command)
+    return fail("expected a command: extract, rebuild, reshard or init "
+                "(see --help)");
+  if (outPath.empty())
+    return fail("--out is required");
+
+  llvm::Expected<TransferOptions> options = getOptions();
+  if (!options)
+    return fail(llvm::toString(options.takeError()));
+  return runTransferCommand(command, *options);
 }
