@@ -373,7 +373,8 @@ void ucp::registerMapTranslations() {
       registerDialects);
   static TranslateFromMLIRRegistration exportPlanJson(
       "export-plan-json",
-      "export ucp transfer plans as a JSON plan document (DESIGN.md §5)",
+      "export ucp transfer plans as a JSON plan document (segments, fills "
+      "and shard shapes; --import-plan-json reads it)",
       [](Operation *op, llvm::raw_ostream &os) {
         if (failed(checkUniqueNames<PlanOp>(cast<ModuleOp>(op))))
           return failure();
