@@ -17,7 +17,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ucp_obj_root, "test")
 
 llvm_config.use_default_substitutions()
-config.substitutions.append(("%python", config.python_executable))
+# The Python CMake found (Debian's), ahead of lit's default (the one running
+# lit), so that tests and the feature checks below use the same one.
+config.substitutions.insert(0, ("%python", config.python_executable))
 config.substitutions.append(("%ucp_obj_root", config.ucp_obj_root))
 config.substitutions.append(("%ucp_src_root", os.path.dirname(config.test_source_root)))
 config.substitutions.append(("%inputs", os.path.join(config.test_source_root, "Inputs")))
@@ -130,3 +132,29 @@ def can_mknod():
 
 if can_mknod():
     config.available_features.add("mknod")
+
+
+# torch in the Python the tests run with: tests that compare with
+# torch.load need it.
+def has_python_module(name):
+    try:
+        return subprocess.run([config.python_executable, "-c", "import " + name],
+                              capture_output=True, timeout=120).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+if has_python_module("torch"):
+    config.available_features.add("torch")
+
+# Real DeepSpeed checkpoints and DeepSpeed's own conversions of them, in the
+# shared fixtures beside a development checkout (or where
+# UCP_DEEPSPEED_FIXTURES points): tests that read them say REQUIRES.
+deepspeed_fixtures = os.environ.get(
+    "UCP_DEEPSPEED_FIXTURES",
+    os.path.join(os.path.dirname(config.test_source_root),
+                 "..", "shared", "fixtures"))
+if os.path.isdir(os.path.join(deepspeed_fixtures, "deepspeed")):
+    config.available_features.add("deepspeed-fixtures")
+    config.substitutions.append(
+        ("%deepspeed_fixtures", os.path.abspath(deepspeed_fixtures)))

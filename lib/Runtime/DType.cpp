@@ -250,3 +250,39 @@ void ucp::writeRandomElements(DType type, void *data, int64_t count,
     }
   }
 }
+
+/// Reads a T from unaligned bytes.
+template <typename T> static T load(const void *data) {
+  T value;
+  std::memcpy(&value, data, sizeof(T));
+  return value;
+}
+
+double ucp::readElement(DType type, const void *data) {
+  switch (type) {
+  case DType::F64:
+    return load<double>(data);
+  case DType::F32:
+    return load<float>(data);
+  case DType::F16:
+    return ucpHalfToFloat(load<uint16_t>(data));
+  case DType::BF16:
+    return ucpBfloatToFloat(load<uint16_t>(data));
+  case DType::F8E4M3:
+    return ucpE4M3ToFloat(load<uint8_t>(data));
+  case DType::F8E5M2:
+    return ucpE5M2ToFloat(load<uint8_t>(data));
+  case DType::I64:
+    return static_cast<double>(load<int64_t>(data));
+  case DType::I32:
+    return load<int32_t>(data);
+  case DType::I16:
+    return load<int16_t>(data);
+  case DType::I8:
+    return load<int8_t>(data);
+  case DType::U8:
+  case DType::Bool:
+    return load<uint8_t>(data);
+  }
+  llvm_unreachable("every dtype is handled");
+}

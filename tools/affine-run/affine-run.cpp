@@ -14,17 +14,21 @@
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapTranslation.h"
+#include "ucp/IO/TorchFile.h"
 #include "ucp/Run/Signals.h"
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CopyProgram.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <set>
 
 using namespace ucp;
 namespace cl = llvm::cl;
@@ -41,6 +45,10 @@ static cl::SubCommand reshardCommand("reshard",
 static cl::SubCommand initCommand("init",
                                   "write a full-tensor file of random values "
                                   "for every parameter of a map");
+
+static cl::SubCommand inspectCommand("inspect",
+                                     "print what a torch.save (.pt) file "
+                                     "holds, read without running any of it");
 
 static cl::OptionCategory category("affine-run options");
 static cl::opt<std::string> mapFile("map", cl::desc("the map (.json or .mlir)"),
@@ -121,6 +129,14 @@ static cl::opt<bool>
                     "(faster; a crash soon after may lose them)"),
            cl::sub(extractCommand), cl::sub(rebuildCommand),
            cl::sub(reshardCommand), cl::cat(category));
+static cl::opt<std::string> inspectFile(cl::Positional, cl::desc("<file.pt>"),
+                                        cl::Required, cl::sub(inspectCommand),
+                                        cl::cat(category));
+static cl::opt<unsigned> inspectValues(
+    "values",
+    cl::desc("also print each tensor's first N elements, in row-major order"),
+    cl::value_desc("N"), cl::init(0), cl::sub(inspectCommand),
+    cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("print no progress or summary"),
                            cl::sub(extractCommand), cl::sub(rebuildCommand),
                            cl::sub(reshardCommand), cl::cat(category));
@@ -256,6 +272,66 @@ static int runInit() {
   return 0;
 }
 
+/// Prints " = [e0, e1, ...]", the first `count` elements of `tensor` in
+/// row-major order of its view, each with the digits that round-trip it
+/// (integers exactly up to 2^53).
+static void printElements(const TensorData &tensor, unsigned count,
+                          llvm::raw_ostream &os) {
+  const char *format =
+      isFloatingPoint(tensor.dtype) && getElementSize(tensor.dtype) <= 4
+          ? "%.9g"
+          : "%.17g";
+  int64_t total = 1;
+  for (int64_t extent : tensor.shape)
+    total *= extent;
+  int64_t shown = std::min<int64_t>(count, total);
+  int64_t size = getElementSize(tensor.dtype);
+  Extents index(tensor.shape.size(), 0);
+  os << " = [";
+  for (int64_t i = 0; i < shown; ++i) {
+    int64_t offset = 0;
+    for (size_t d = 0; d < index.size(); ++d)
+      offset += index[d] * tensor.strides[d];
+    os << (i ? ", " : "")
+       << llvm::format(format,
+                       readElement(tensor.dtype, tensor.data + offset * size));
+    for (size_t d = index.size(); d-- > 0;) {
+      if (++index[d] < tensor.shape[d])
+        break;
+      index[d] = 0;
+    }
+  }
+  os << (shown < total ? ", ...]" : "]");
+}
+
+/// Prints the values and tensors of a .pt file, then a summary.
+static int runInspect() {
+  llvm::Expected<std::unique_ptr<TorchFile>> file =
+      TorchFile::open(inspectFile);
+  if (!file)
+    return fail(llvm::toString(file.takeError()));
+  const PickleDocument &document = (*file)->getDocument();
+  auto printTensor = [&](PickleRef tensor, llvm::raw_ostream &os) {
+    if (inspectValues)
+      printElements((*file)->getTensor(tensor), inspectValues, os);
+  };
+  printPickleTree(document, llvm::outs(), printTensor);
+  size_t tensors = 0;
+  std::set<std::string> storages;
+  for (PickleRef ref = 0; ref < document.size(); ++ref) {
+    const PickleValue &value = document.get(ref);
+    tensors += value.kind == PickleValue::Tensor;
+    if (value.kind == PickleValue::Storage)
+      storages.insert(value.text);
+  }
+  llvm::outs() << tensors << " tensors in " << storages.size() << " storages";
+  if (!document.getOpaqueGlobals().empty())
+    llvm::outs() << "; opaque globals (not read, never run): "
+                 << llvm::join(document.getOpaqueGlobals(), ", ");
+  llvm::outs() << "\n";
+  return 0;
+}
+
 /// Runs extract, rebuild or reshard (`command`): plans the maps through the
 /// reshard pipeline, then moves the tensors.
 static int runTransferCommand(const char *command,
@@ -388,13 +464,16 @@ int main(int argc, char **argv) {
       "  affine-run rebuild --map M --shards DIR --out FILE\n"
       "  affine-run reshard --source-map Ms --target-map Mt --shards DIR "
       "--out DIR2\n"
-      "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n\n"
+      "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n"
+      "  affine-run inspect FILE.pt [--values N]\n\n"
       "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
       "is written unless the whole run succeeds; extract, rebuild and reshard "
       "return once their outputs are on disk (unless --no-sync).\n");
 
   if (initCommand)
     return runInit();
+  if (inspectCommand)
+    return runInspect();
   const char *command = extractCommand   ? "extract"
                         : rebuildCommand ? "rebuild"
                         : reshardCommand ? "reshard"

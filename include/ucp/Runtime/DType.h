@@ -83,6 +83,10 @@ void scaleElements(DType type, void *data, int64_t count, double factor);
 /// same for the same `seed`: floats in [-1, 1), integers over their range.
 void writeRandomElements(DType type, void *data, int64_t count, uint64_t seed);
 
+/// Returns the element of `type` at `data` (which need not be aligned) as a
+/// double: exact for every floating-point type and for integers up to 2^53.
+double readElement(DType type, const void *data);
+
 } // namespace ucp
 
 #endif // UCP_RUNTIME_DTYPE_H

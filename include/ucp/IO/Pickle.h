@@ -1,0 +1,147 @@
+//===- Pickle.h - A restricted unpickler that never executes code -*- C++
+//-*-===//
+//
+// Reads the pickles of torch.save files (protocols 2 to 5) into a tree of
+// plain values without running anything. A pickle is a program for a stack
+// machine whose REDUCE and NEWOBJ opcodes call what GLOBAL names; here no
+// call happens: a call is understood only when its callee is one of the
+// few globals real checkpoints use, and is then read as data:
+//
+//   collections.OrderedDict()                     an empty dictionary
+//   torch._utils._rebuild_tensor_v2(storage, ...) a tensor view of a storage
+//   torch.<T>Storage (in a persistent id)         the storage's element type
+//   torch.Size(tuple)                             the tuple
+//   builtins.set(list)                            a set
+//   builtins.getattr(Enum, 'member')              a member of an allowed enum
+//   NEWOBJ + BUILD of an allowed data class       an object with its fields
+//
+// The data classes are DeepSpeed's LossScaler, fragment_address and
+// SubparamShape; the enum is ZeroStageEnum. Any other global is kept as an
+// opaque value naming it, and NEWOBJ of another class as an opaque object
+// (reported, never constructed); REDUCE of any other callable
+// (`os.system`, `eval`, getattr on anything but an allowed enum) is refused
+// with the callee's name. So are protocol 0 and 1 text opcodes,
+// out-of-band buffers, extension codes, undefined memo entries, reads past
+// the end, more than one root, cycles, and values nested deeper than
+// kMaxNestingDepth.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_IO_PICKLE_H
+#define UCP_IO_PICKLE_H
+
+#include "ucp/Map/ParamMap.h"
+#include "ucp/Runtime/DType.h"
+
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
+
+namespace ucp {
+
+/// An index into a PickleDocument's values.
+using PickleRef = uint32_t;
+
+/// One value of an unpickled document.
+struct PickleValue {
+  enum Kind {
+    None,
+    Bool,
+    Int,
+    Float,
+    String,
+    Bytes,
+    List,
+    Tuple,
+    Dict,
+    Set,
+    /// A global by name (`module` and `name`), referenced but not called.
+    Global,
+    /// An instance of a data class (`module`, `name`), with its `fields`
+    /// from BUILD; `opaque` when the class is not an allowed one.
+    Object,
+    /// A member (`text`) of an allowed enum class (`module`, `name`).
+    EnumMember,
+    /// A storage: its record `text` (the key), element type and elements.
+    Storage,
+    /// A view of a storage (`storage`): offset, shape and strides in
+    /// elements.
+    Tensor,
+  } kind = None;
+
+  bool boolean = false;
+  int64_t integer = 0;
+  double number = 0;
+  /// String and Bytes contents, an enum member's name, a storage's key.
+  std::string text;
+  /// Global, Object and EnumMember: where the class or function lives.
+  std::string module, name;
+  /// List, Tuple and Set items; Dict keys and values, alternating.
+  std::vector<PickleRef> items;
+  /// Object: its fields (a Dict, or None before BUILD). Dict: the
+  /// attributes BUILD gave it (an OrderedDict's `_metadata`), or None.
+  PickleRef fields = 0;
+  bool opaque = false;
+
+  /// Storage.
+  DType dtype = DType::F32;
+  int64_t elements = 0;
+  /// Tensor.
+  PickleRef storage = 0;
+  int64_t offset = 0;
+  Extents shape, strides;
+  bool requiresGrad = false;
+};
+
+/// An unpickled document: the values and the root. Values are shared as
+/// the pickle's memo shares them; the document has no cycles and nests at
+/// most kMaxNestingDepth levels, so consumers may recurse.
+class PickleDocument {
+public:
+  const PickleValue &get(PickleRef ref) const { return values[ref]; }
+  /// The number of values; refs run from 0 (a None) to size() - 1.
+  PickleRef size() const { return values.size(); }
+  PickleRef getRoot() const { return root; }
+
+  /// Returns the value under the string `key` of the Dict `dict`, if any.
+  std::optional<PickleRef> lookup(PickleRef dict, llvm::StringRef key) const;
+  /// The globals seen that are not allowed ("module.name"), sorted.
+  const std::vector<std::string> &getOpaqueGlobals() const {
+    return opaqueGlobals;
+  }
+  /// Names the kind of `ref` for diagnostics ("a dict", "a tensor").
+  llvm::StringRef describe(PickleRef ref) const;
+
+private:
+  friend class Unpickler;
+  std::vector<PickleValue> values;
+  PickleRef root = 0;
+  std::vector<std::string> opaqueGlobals;
+};
+
+/// Whether `module.name` is one of the globals the reader understands
+/// (the others become opaque values).
+bool isAllowedPickleGlobal(llvm::StringRef module, llvm::StringRef name);
+
+/// Prints more of a tensor at the end of its line (its elements, say).
+using TensorPrinter =
+    llvm::function_ref<void(PickleRef tensor, llvm::raw_ostream &os)>;
+
+/// Prints `document` one line per leaf: its path from the root
+/// (`$["module"]["embed.weight"]`, `$[0]`, an object's fields as `.name`),
+/// a colon and its value, then, for a tensor, what `printTensor` adds.
+/// Containers of scalars print on one line; a container the memo shares
+/// prints once, later as "the value of PATH".
+void printPickleTree(const PickleDocument &document, llvm::raw_ostream &os,
+                     TensorPrinter printTensor = {});
+
+/// Reads `bytes`, a pickle, into a document; errors say at which byte and
+/// which opcode the pickle went wrong.
+llvm::Expected<PickleDocument> readPickle(llvm::StringRef bytes);
+
+} // namespace ucp
+
+#endif // UCP_IO_PICKLE_H

@@ -1,0 +1,43 @@
+//===- TorchFileFuzzer.cpp - Fuzzes the torch.save file reader ------------===//
+//
+// The whole reader: zip container, restricted unpickler, storage checks. A
+// file it accepts has every tensor inside its storage's record: reading the
+// first and the last element of each must stay in the buffer (ASan says if
+// not), and printing the document must terminate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FuzzTarget.h"
+#include "ucp/IO/TorchFile.h"
+
+using namespace ucp;
+using namespace ucp::fuzz;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  llvm::Expected<std::unique_ptr<TorchFile>> file = TorchFile::parse(
+      llvm::MemoryBuffer::getMemBufferCopy(asText(data, size), "fuzz.pt"));
+  if (!file) {
+    ignore(file.takeError());
+    return 0;
+  }
+  const PickleDocument &document = (*file)->getDocument();
+  volatile char sink = 0;
+  for (PickleRef ref = 0; ref < document.size(); ++ref) {
+    if (document.get(ref).kind != PickleValue::Tensor)
+      continue;
+    TensorData tensor = (*file)->getTensor(ref);
+    int64_t last = 0;
+    bool empty = false;
+    for (size_t d = 0; d < tensor.shape.size(); ++d) {
+      empty |= tensor.shape[d] == 0;
+      last += (tensor.shape[d] - 1) * tensor.strides[d];
+    }
+    if (empty)
+      continue;
+    int64_t bytes = getElementSize(tensor.dtype);
+    sink = sink + tensor.data[0] + tensor.data[last * bytes + bytes - 1];
+  }
+  llvm::raw_null_ostream null;
+  printPickleTree(document, null);
+  return 0;
+}
