@@ -49,6 +49,22 @@ Box ucp::getCanonicalPieceBox(const Piece &piece,
   return box;
 }
 
+llvm::Expected<llvm::SmallVector<MappedBox>>
+ucp::decomposePieceSource(const ParamMap &map, const Shard &shard,
+                          size_t index) {
+  const Piece &piece = shard.pieces[index];
+  llvm::SmallVector<MappedBox> mapped;
+  if (!decomposeMappedView(piece.shape, piece.source, piece.dest,
+                           map.logicalShape, Repeats::Enumerate, mapped))
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        "parameter '" + map.name + "': rank " + std::to_string(shard.rank) +
+            " piece #" + std::to_string(index) +
+            ": its source view decomposes into more than " +
+            std::to_string(kMaxBoxesPerView) + " boxes of F");
+  return mapped;
+}
+
 llvm::Expected<ParamMap> ucp::canonicalizeParamMap(const ParamMap &map) {
   ParamMap result = map;
   // The data model keeps shards in ascending rank order; a map built or
@@ -60,17 +76,12 @@ llvm::Expected<ParamMap> ucp::canonicalizeParamMap(const ParamMap &map) {
     LabelTable labels;
     std::vector<FoldBlock> blocks;
     for (auto [index, piece] : llvm::enumerate(shard.pieces)) {
-      llvm::SmallVector<MappedBox> mapped;
-      if (!decomposeMappedView(piece.shape, piece.source, piece.dest,
-                               map.logicalShape, Repeats::Enumerate, mapped))
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "parameter '" + map.name + "': rank " + std::to_string(shard.rank) +
-                " piece #" + std::to_string(index) +
-                ": its source view decomposes into more than " +
-                std::to_string(kMaxBoxesPerView) + " boxes of F");
+      llvm::Expected<llvm::SmallVector<MappedBox>> mapped =
+          decomposePieceSource(map, shard, index);
+      if (!mapped)
+        return mapped.takeError();
       unsigned label = labels.intern(piece.locations, piece.scale);
-      for (MappedBox &box : mapped)
+      for (MappedBox &box : *mapped)
         blocks.push_back({std::move(box), label});
     }
     shard.pieces =

@@ -52,6 +52,12 @@ std::vector<Piece> buildCanonicalPieces(std::vector<FoldBlock> blocks,
 Box getCanonicalPieceBox(const Piece &piece,
                          llvm::ArrayRef<int64_t> logicalShape);
 
+/// Returns the boxes of F that piece `index` of `shard` (of `map`) covers,
+/// each mapped to where its elements sit in the shard; fails for a source
+/// view of more than kMaxBoxesPerView boxes, naming the piece.
+llvm::Expected<llvm::SmallVector<MappedBox>>
+decomposePieceSource(const ParamMap &map, const Shard &shard, size_t index);
+
 /// Returns `map` in canonical form. Every element of F keeps its place in
 /// every shard. Fails only for a piece too irregular to decompose.
 llvm::Expected<ParamMap> canonicalizeParamMap(const ParamMap &map);
