@@ -256,6 +256,17 @@ Expected<LegacyParam> readParam(StringRef name, const json::Value &value,
 
 } // namespace
 
+Expected<LegacyCategories> ucp::parseLegacyCategories(const json::Value &info) {
+  JsonPath path;
+  Expected<const json::Object *> object = getObject(info, path);
+  if (!object)
+    return object.takeError();
+  LegacyCategories categories;
+  if (Error error = readCategories(**object, path, categories))
+    return std::move(error);
+  return categories;
+}
+
 Expected<LegacyDocument> ucp::parseLegacyDocument(StringRef text) {
   Expected<json::Value> root = parseJson(text);
   if (!root)

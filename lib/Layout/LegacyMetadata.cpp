@@ -131,14 +131,9 @@ findShardWidths(const LegacyParam &param, const LegacyCategories &categories) {
   return std::optional<std::vector<Extents>>();
 }
 
-} // namespace
-
-Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
-                                         const LegacyCategories &categories,
-                                         int64_t tp) {
-  if (std::string error = checkWorldSize(tp, "the tensor-parallel degree");
-      !error.empty())
-    return refuse(param, error);
+/// Refuses a parameter DeepSpeed lists as unsupported, with its reason.
+llvm::Error checkSupported(const LegacyParam &param,
+                           const LegacyCategories &categories) {
   for (const auto &[pattern, reason] : categories.unsupported) {
     Expected<bool> hit = matches(pattern, param.name);
     if (!hit)
@@ -148,6 +143,19 @@ Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
                                "); describe it with a layout builder or an "
                                "index map instead");
   }
+  return llvm::Error::success();
+}
+
+} // namespace
+
+Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
+                                         const LegacyCategories &categories,
+                                         int64_t tp) {
+  if (std::string error = checkWorldSize(tp, "the tensor-parallel degree");
+      !error.empty())
+    return refuse(param, error);
+  if (llvm::Error error = checkSupported(param, categories))
+    return std::move(error);
   if (param.meta.any())
     return lowerAutoTp(param, categories, tp);
   if (llvm::Error error = checkLayoutInputs(param.name, param.shape, tp))
@@ -218,4 +226,94 @@ Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
                             getShardSizes(param.shape[dim], tp, rule));
   }
   }
+}
+
+/// Returns `shapes` concatenated along `dim`, or nothing if they differ in
+/// another dimension or lack `dim`.
+static std::optional<Extents> concatShapes(llvm::ArrayRef<Extents> shapes,
+                                           int64_t dim) {
+  Extents full = shapes.front();
+  if (dim >= static_cast<int64_t>(full.size()))
+    return std::nullopt;
+  full[dim] = 0;
+  for (const Extents &shape : shapes) {
+    if (shape.size() != full.size())
+      return std::nullopt;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (static_cast<int64_t>(d) != dim && shape[d] != full[d])
+        return std::nullopt;
+    full[dim] += shape[dim];
+  }
+  return full;
+}
+
+/// Builds the map `branch` gives a parameter whose TP shards have
+/// `shapes`: the branch picks the dimension, the shapes the sizes.
+static Expected<ParamMap> lowerBranch(const LegacyParam &param,
+                                      const Branch &branch,
+                                      llvm::ArrayRef<Extents> shapes,
+                                      const LegacyCategories &categories) {
+  int64_t tp = shapes.size();
+  auto mismatch = [&](llvm::StringRef layout) {
+    std::string list;
+    for (const Extents &shape : shapes)
+      list += (list.empty() ? "" : ", ") + formatList(shape);
+    return refuse(param, "its TP shards are " + list + ", which " + layout +
+                             " cannot give");
+  };
+  if (branch.kind == Branch::Replicated) {
+    if (llvm::any_of(shapes, [&](const Extents &s) { return s != shapes[0]; }))
+      return mismatch("a replicated layout");
+    return buildReplicatedLayout(param.name, shapes[0], tp);
+  }
+  if (branch.kind == Branch::Average)
+    return lowerLegacyParam(param, categories, tp); // Refused there.
+  int64_t dim = branch.kind == Branch::RowParallel ? 1
+                : branch.kind == Branch::SubParams
+                    ? categories.subParams[branch.subParams].partitionDim
+                    : 0;
+  std::optional<Extents> full = concatShapes(shapes, dim);
+  if (!full)
+    return mismatch("a split along dimension " + std::to_string(dim));
+  LegacyParam whole{param.name, *full, {}};
+  if (branch.kind == Branch::SubParams || branch.kind == Branch::TwoSubParams)
+    return lowerLegacyParam(whole, categories, tp);
+  Extents sizes;
+  for (const Extents &shape : shapes)
+    sizes.push_back(shape[dim]);
+  Expected<ParamMap> map = buildSplitLayout(param.name, *full, dim, sizes);
+  // A vocabulary split evenly after padding carries the padding in F.
+  if (map && branch.kind == Branch::Vocabulary &&
+      categories.originalVocabSize &&
+      *categories.originalVocabSize < (*full)[0])
+    map->originalVocabSize = categories.originalVocabSize;
+  return map;
+}
+
+Expected<ParamMap> ucp::lowerObservedParam(llvm::StringRef name,
+                                           llvm::ArrayRef<Extents> shapes,
+                                           const LegacyCategories &categories) {
+  LegacyParam param{name.str(), {}, {}};
+  if (shapes.empty())
+    return refuse(param, "no tensor-parallel shard");
+  if (llvm::Error error = checkSupported(param, categories))
+    return std::move(error);
+  Expected<Branch> branch = classify(param, categories);
+  if (!branch)
+    return branch.takeError();
+  Expected<ParamMap> map = lowerBranch(param, *branch, shapes, categories);
+  if (!map)
+    return map.takeError();
+  for (auto [rank, shape] : llvm::enumerate(shapes)) {
+    auto shard = llvm::find_if(map->shards, [&](const Shard &s) {
+      return s.rank == static_cast<int64_t>(rank);
+    });
+    if (shard == map->shards.end() || shard->shape != shape)
+      return refuse(param, "TP rank " + std::to_string(rank) + " holds " +
+                               formatList(shape) + ", but its layout gives " +
+                               (shard == map->shards.end()
+                                    ? std::string("it nothing")
+                                    : "it " + formatList(shard->shape)));
+  }
+  return map;
 }

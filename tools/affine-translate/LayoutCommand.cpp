@@ -9,18 +9,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "LayoutCommand.h"
+#include "MapOutput.h"
 
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/IO/ExpertPlacementDocument.h"
-#include "ucp/IO/MapDocument.h"
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Support/InputFile.h"
-#include "ucp/Support/OutputFile.h"
 
-#include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/MLIRContext.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/MathExtras.h"
@@ -248,8 +244,6 @@ int runLayoutCommand(int argc, char **argv) {
     llvm::errs() << "affine-translate: " << message << "\n";
     return 1;
   };
-  if (flags.emit != "mlir" && flags.emit != "json")
-    return fail("--emit must be mlir or json, got '" + flags.emit + "'");
   llvm::Expected<ParamMap> map = buildLayout(flags);
   if (!map)
     return fail(llvm::toString(map.takeError()));
@@ -257,24 +251,7 @@ int runLayoutCommand(int argc, char **argv) {
   // scale of 0 or NaN, say, is refused here rather than written as `nan`.
   if (llvm::Error error = checkParamMap(*map))
     return fail(llvm::toString(std::move(error)));
-
-  llvm::Error written =
-      writeOutputFile(flags.output, [&](llvm::raw_ostream &os) {
-        if (flags.emit == "json") {
-          writeMapDocument({*map}, os);
-          return llvm::Error::success();
-        }
-        mlir::MLIRContext context;
-        context.loadDialect<UCPDialect>();
-        mlir::OpBuilder builder(&context);
-        mlir::OwningOpRef<mlir::ModuleOp> module =
-            mlir::ModuleOp::create(builder.getUnknownLoc());
-        builder.setInsertionPointToEnd(module->getBody());
-        buildParamOp(builder, builder.getUnknownLoc(), *map);
-        module->print(os);
-        return llvm::Error::success();
-      });
-  if (written)
-    return fail(llvm::toString(std::move(written)));
+  if (llvm::Error error = writeMaps({*map}, flags.emit, flags.output))
+    return fail(llvm::toString(std::move(error)));
   return 0;
 }

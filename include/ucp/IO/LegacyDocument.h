@@ -41,6 +41,8 @@
 
 #include "ucp/Layout/LegacyMetadata.h"
 
+#include "llvm/Support/JSON.h"
+
 namespace ucp {
 
 /// The parsed input of `--import-legacy`.
@@ -50,6 +52,11 @@ struct LegacyDocument {
   /// Sorted by name.
   std::vector<LegacyParam> params;
 };
+
+/// Reads a universal_checkpoint_info object (as JSON) into its categories;
+/// errors carry the JSON path inside it.
+llvm::Expected<LegacyCategories>
+parseLegacyCategories(const llvm::json::Value &info);
 
 /// Parses a legacy-metadata document; errors carry the JSON path.
 llvm::Expected<LegacyDocument> parseLegacyDocument(llvm::StringRef text);

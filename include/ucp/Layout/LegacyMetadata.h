@@ -84,6 +84,15 @@ llvm::Expected<ParamMap> lowerLegacyParam(const LegacyParam &param,
                                           const LegacyCategories &categories,
                                           int64_t tp);
 
+/// Returns the canonical map of the parameter `name` whose TP shards have
+/// `shapes` (one per TP rank, as a checkpoint records them): its branch in
+/// `categories` fixes how it is split (replicated, along a dimension, by
+/// sub-parameters), the shapes fix the sizes, uneven ones included. A
+/// layout that does not give every rank its recorded shape is refused.
+llvm::Expected<ParamMap> lowerObservedParam(llvm::StringRef name,
+                                            llvm::ArrayRef<Extents> shapes,
+                                            const LegacyCategories &categories);
+
 } // namespace ucp
 
 #endif // UCP_LAYOUT_LEGACYMETADATA_H

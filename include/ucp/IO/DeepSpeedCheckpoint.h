@@ -1,0 +1,114 @@
+//===- DeepSpeedCheckpoint.h - A DeepSpeed ZeRO checkpoint, read -*- C++
+//-*-===//
+//
+// A folder of torch.save files (`CKPT/TAG`) as DeepSpeed's save_checkpoint
+// writes it for ZeRO stages 1 to 3, with or without tensor parallelism,
+// read without DeepSpeed or torch. Two things come out of it, kept apart:
+//
+//  * the geometry: for every trainable parameter, its map over the (DP x
+//    TP) grid of the run (grid rank `dp * tp_degree + tp`), in which each
+//    rank's shard is that rank's fragment of the parameter: the parameter's
+//    TP map (from universal_checkpoint_info, or one TP rank) nested with the
+//    DP fragments of each TP shard (nestShardMaps). ZeRO-1/2 fragments are
+//    the `fragment_address` slices of each rank's flat group partition,
+//    checked against the group's flattening; ZeRO-3 fragments are each
+//    parameter's own `ceil(numel / dp)` slot;
+//  * the I/O binding: where a rank's fragment lies in its optimizer file
+//    (group, offset and length in the flat partitions of fp32 weights and
+//    Adam moments), so that data moves without consulting the names again.
+//
+// Everything is validated at open: the grid of files complete and of one
+// run (versions, steps, shapes and world sizes agree), every fragment where
+// the flattening puts it, every partition long enough. Errors name the file
+// and the parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_IO_DEEPSPEEDCHECKPOINT_H
+#define UCP_IO_DEEPSPEEDCHECKPOINT_H
+
+#include "ucp/IO/TorchFile.h"
+#include "ucp/Map/ParamMap.h"
+
+#include <array>
+
+namespace ucp {
+
+/// The per-parameter optimizer states a ZeRO checkpoint partitions.
+enum class OptimizerState { Fp32, ExpAvg, ExpAvgSq };
+
+/// The states in file order, and their names in DeepSpeed's files.
+inline constexpr std::array<OptimizerState, 3> kOptimizerStates = {
+    OptimizerState::Fp32, OptimizerState::ExpAvg, OptimizerState::ExpAvgSq};
+llvm::StringRef getStateName(OptimizerState state);
+
+/// Where a grid rank's fragment of a parameter lies: `count` elements from
+/// `offset` of the flat partition of the parameter's group in the rank's
+/// optimizer file.
+struct FragmentSlice {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+
+/// A trainable parameter of the checkpoint.
+struct DeepSpeedParam {
+  std::string name;
+  /// The optimizer parameter group holding it.
+  size_t group = 0;
+  /// The shape of its shard on each TP rank (`param_shapes`).
+  std::vector<Extents> tpShapes;
+  /// Its map over the grid: rank `dp * tp_degree + tp` holds its fragment.
+  ParamMap map;
+  /// Per grid rank.
+  std::vector<FragmentSlice> slices;
+};
+
+/// A DeepSpeed checkpoint folder, validated and memory-mapped.
+class DeepSpeedCheckpoint {
+public:
+  /// Opens the checkpoint in `folder` (`CKPT/TAG`).
+  static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+  open(llvm::StringRef folder);
+
+  llvm::StringRef getFolder() const { return folder; }
+  int64_t getTpDegree() const { return tp; }
+  int64_t getDpDegree() const { return dp; }
+  /// 1, 2 or 3 (a BF16_Optimizer checkpoint, which records none, is 1).
+  int getZeroStage() const { return stage; }
+  /// In group order, then in the group's order.
+  llvm::ArrayRef<DeepSpeedParam> getParams() const { return params; }
+
+  /// The fragment of `state` of `param` that grid rank `rank` holds.
+  TensorData getFragment(const DeepSpeedParam &param, int64_t rank,
+                         OptimizerState state) const;
+  /// The optimizer file of grid rank `rank`.
+  const TorchFile &getOptimizerFile(int64_t rank) const {
+    return *ranks[rank].file;
+  }
+
+  /// What one grid rank's optimizer file holds per group: the flat
+  /// partitions of each state and the step (a 0-d tensor), if any.
+  struct RankFile {
+    std::unique_ptr<TorchFile> file;
+    std::vector<std::array<PickleRef, 3>> partitions;
+    std::vector<std::optional<PickleRef>> steps;
+  };
+
+private:
+  friend class DeepSpeedReader;
+  DeepSpeedCheckpoint() = default;
+
+  std::string folder;
+  int64_t tp = 1, dp = 1;
+  int stage = 1;
+  std::vector<DeepSpeedParam> params;
+  /// The model-state files: one per TP rank (ZeRO-1/2) or per grid rank
+  /// (ZeRO-3).
+  std::vector<std::unique_ptr<TorchFile>> modelFiles;
+  /// Per grid rank.
+  std::vector<RankFile> ranks;
+};
+
+} // namespace ucp
+
+#endif // UCP_IO_DEEPSPEEDCHECKPOINT_H

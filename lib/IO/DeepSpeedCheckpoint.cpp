@@ -1,0 +1,345 @@
+//===- DeepSpeedCheckpoint.cpp - A DeepSpeed ZeRO checkpoint, read --------===//
+//
+// Opening runs the steps of DeepSpeedReader.h in order: list the folder,
+// read every file's states, check that they are of one run, place every
+// fragment, and build each parameter's map (TP map nested with the DP
+// fragments of its TP shards).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/IO/DeepSpeedCheckpoint.h"
+#include "DeepSpeedReader.h"
+#include "ucp/IO/LegacyDocument.h"
+#include "ucp/IO/MapDocument.h"
+#include "ucp/Layout/LegacyMetadata.h"
+#include "ucp/Layout/NestedLayout.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
+
+#include <map>
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+
+llvm::StringRef ucp::getStateName(OptimizerState state) {
+  switch (state) {
+  case OptimizerState::Fp32:
+    return "fp32";
+  case OptimizerState::ExpAvg:
+    return "exp_avg";
+  case OptimizerState::ExpAvgSq:
+    return "exp_avg_sq";
+  }
+  return "";
+}
+
+static Error refuse(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+}
+
+namespace ucp {
+
+/// Reads a checkpoint into a DeepSpeedCheckpoint, one step per method.
+class DeepSpeedReader {
+public:
+  explicit DeepSpeedReader(DeepSpeedCheckpoint &checkpoint)
+      : checkpoint(checkpoint) {}
+  Error run(llvm::StringRef folder);
+
+private:
+  Error readFiles();
+  Error checkOneRun() const;
+  Error readTensorParallelLayout();
+  Error buildParams();
+  Expected<ParamMap> buildTpMap(llvm::StringRef name,
+                                llvm::ArrayRef<Extents> shapes) const;
+  /// The model states of TP rank `t` (DP rank 0's, for ZeRO-3).
+  const ModelStates &getModel(int64_t t) const { return models[t]; }
+
+  DeepSpeedCheckpoint &checkpoint;
+  CheckpointFiles files;
+  std::vector<ModelStates> models;
+  std::vector<OptimizerStates> optimizers;
+  std::map<std::string, ParamMap> affineMaps;
+  std::optional<LegacyCategories> categories;
+};
+
+} // namespace ucp
+
+Error DeepSpeedReader::readFiles() {
+  for (const std::string &path : files.modelFiles) {
+    Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
+    if (!file)
+      return file.takeError();
+    Expected<ModelStates> states = readModelStates(**file);
+    if (!states)
+      return states.takeError();
+    models.push_back(std::move(*states));
+    checkpoint.modelFiles.push_back(std::move(*file));
+  }
+  for (const std::string &path : files.optimizerFiles) {
+    Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
+    if (!file)
+      return file.takeError();
+    Expected<OptimizerStates> states = readOptimizerStates(**file, files.zero3);
+    if (!states)
+      return states.takeError();
+    DeepSpeedCheckpoint::RankFile &rank = checkpoint.ranks.emplace_back();
+    for (const RankGroup &group : states->groups) {
+      rank.partitions.push_back(group.partitions);
+      rank.steps.push_back(group.step);
+    }
+    rank.file = std::move(*file);
+    optimizers.push_back(std::move(*states));
+  }
+  return Error::success();
+}
+
+/// Refuses files that disagree with the first of their kind: `what` names
+/// the value, `value` reads it from file `i`.
+template <typename Value>
+static Error checkAgree(llvm::ArrayRef<std::string> paths, llvm::StringRef what,
+                        Value value) {
+  for (size_t i = 1; i < paths.size(); ++i)
+    if (value(i) != value(0))
+      return refuse(paths[i] + ": its " + what + " differs from " + paths[0] +
+                    "'s: the folder mixes the files of two runs");
+  return Error::success();
+}
+
+Error DeepSpeedReader::checkOneRun() const {
+  const std::vector<std::string> &modelPaths = files.modelFiles;
+  for (auto [path, model] : llvm::zip(modelPaths, models))
+    if (model.mpWorldSize != files.tp || model.dpWorldSize != files.dp)
+      return refuse(path + ": it records mp_world_size " +
+                    std::to_string(model.mpWorldSize) + " and dp_world_size " +
+                    std::to_string(model.dpWorldSize) +
+                    ", but the folder holds the files of " +
+                    std::to_string(files.tp) + " TP x " +
+                    std::to_string(files.dp) + " DP ranks");
+  auto model = [&](auto field) {
+    return [&, field](size_t i) { return field(models[i]); };
+  };
+  if (Error error = checkAgree(modelPaths, "ds_version",
+                               model([](auto &m) { return m.version; })))
+    return error;
+  if (Error error = checkAgree(modelPaths, "global_steps",
+                               model([](auto &m) { return m.globalSteps; })))
+    return error;
+  const std::vector<std::string> &optimizerPaths = files.optimizerFiles;
+  if (Error error = checkAgree(optimizerPaths, "ZeRO stage",
+                               [&](size_t i) { return optimizers[i].stage; }))
+    return error;
+  for (auto [path, optimizer] : llvm::zip(optimizerPaths, optimizers)) {
+    if (optimizer.version != models[0].version)
+      return refuse(path + ": its ds_version differs from " + modelPaths[0] +
+                    "'s: the folder mixes the files of two runs");
+    if (optimizer.partitionCount != files.dp)
+      return refuse(path + ": its partition_count is " +
+                    std::to_string(optimizer.partitionCount) + ", not the " +
+                    std::to_string(files.dp) + " DP ranks of the folder");
+    if (optimizer.groups.size() != models[0].groups.size())
+      return refuse(path + ": it holds " +
+                    std::to_string(optimizer.groups.size()) +
+                    " parameter groups, the model states " +
+                    std::to_string(models[0].groups.size()));
+  }
+  // Every TP rank lists the same parameters in the same groups (their
+  // shapes may differ: they are TP shards).
+  for (size_t i = 1; i < models.size(); ++i) {
+    const ModelStates &first = getModel(0), &other = models[i];
+    bool same = first.groups.size() == other.groups.size();
+    for (size_t g = 0; same && g < first.groups.size(); ++g) {
+      same = first.groups[g].size() == other.groups[g].size();
+      for (size_t p = 0; same && p < first.groups[g].size(); ++p)
+        same = first.groups[g][p].name == other.groups[g][p].name;
+    }
+    if (!same)
+      return refuse(modelPaths[i] +
+                    ": its param_shapes list other "
+                    "parameters or groups than " +
+                    modelPaths[0] + "'s");
+    // ZeRO-3 DP ranks of one TP rank record identical shapes.
+    if (files.zero3 && i >= static_cast<size_t>(files.tp))
+      for (size_t g = 0; g < other.groups.size(); ++g)
+        for (size_t p = 0; p < other.groups[g].size(); ++p)
+          if (other.groups[g][p].shape !=
+              models[i % files.tp].groups[g][p].shape)
+            return refuse(modelPaths[i] + ": parameter '" +
+                          other.groups[g][p].name + "' has shape " +
+                          formatList(other.groups[g][p].shape) + ", but " +
+                          modelPaths[i % files.tp] + " says " +
+                          formatList(models[i % files.tp].groups[g][p].shape));
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::readTensorParallelLayout() {
+  const std::optional<llvm::json::Value> &info = getModel(0).universalInfo;
+  for (int64_t t = 1; t < files.tp; ++t)
+    if (getModel(t).universalInfo != info)
+      return refuse(files.modelFiles[t] +
+                    ": its universal_checkpoint_info differs from " +
+                    files.modelFiles[0] + "'s");
+  if (!info) {
+    if (files.tp > 1)
+      return refuse(files.modelFiles[0] +
+                    ": a tensor-parallel checkpoint without "
+                    "universal_checkpoint_info, so nothing says how its "
+                    "parameters are split");
+    return Error::success();
+  }
+  auto inInfo = [&](Error error) {
+    return refuse(files.modelFiles[0] + ": universal_checkpoint_info: " +
+                  llvm::toString(std::move(error)));
+  };
+  llvm::json::Object rest = *info->getAsObject();
+  // A map the checkpoint carries wins over the categories (spec §6.3).
+  if (rest.erase("affine_map")) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << *info;
+    Expected<std::vector<ParamMap>> maps = parseMapDocument(text);
+    if (!maps)
+      return inInfo(maps.takeError());
+    for (ParamMap &map : *maps)
+      affineMaps[map.name] = std::move(map);
+  }
+  Expected<LegacyCategories> parsed =
+      parseLegacyCategories(llvm::json::Value(std::move(rest)));
+  if (!parsed)
+    return inInfo(parsed.takeError());
+  categories = std::move(*parsed);
+  return Error::success();
+}
+
+Expected<ParamMap>
+DeepSpeedReader::buildTpMap(llvm::StringRef name,
+                            llvm::ArrayRef<Extents> shapes) const {
+  if (files.tp == 1)
+    return buildReplicatedLayout(name, shapes[0], 1);
+  auto map = affineMaps.find(name.str());
+  if (map == affineMaps.end())
+    return lowerObservedParam(name, shapes, *categories);
+  for (auto [rank, shape] : llvm::enumerate(shapes)) {
+    const std::vector<Shard> &shards = map->second.shards;
+    auto shard = llvm::find_if(shards, [&](const Shard &s) {
+      return s.rank == static_cast<int64_t>(rank);
+    });
+    if (map->second.worldSize != files.tp || shard == shards.end() ||
+        shard->shape != shape)
+      return refuse("parameter '" + name +
+                    "': the affine_map of universal_checkpoint_info does not "
+                    "give TP rank " +
+                    std::to_string(rank) + " the shape " + formatList(shape) +
+                    " its files hold");
+  }
+  return map->second;
+}
+
+Error DeepSpeedReader::buildParams() {
+  int64_t tp = files.tp, dp = files.dp;
+  for (size_t g = 0; g < getModel(0).groups.size(); ++g) {
+    // Per TP rank: every parameter's slice on each DP rank.
+    std::vector<std::vector<std::vector<FragmentSlice>>> placements;
+    for (int64_t t = 0; t < tp; ++t) {
+      std::vector<const RankGroup *> ranks;
+      std::vector<std::string> paths;
+      for (int64_t d = 0; d < dp; ++d) {
+        ranks.push_back(&optimizers[d * tp + t].groups[g]);
+        paths.push_back(files.optimizerFiles[d * tp + t]);
+      }
+      Expected<std::vector<std::vector<FragmentSlice>>> placement =
+          placeFragments(getModel(t).groups[g], ranks, paths, files.zero3);
+      if (!placement)
+        return placement.takeError();
+      placements.push_back(std::move(*placement));
+    }
+    for (size_t p = 0; p < getModel(0).groups[g].size(); ++p) {
+      DeepSpeedParam param;
+      param.name = getModel(0).groups[g][p].name;
+      param.group = g;
+      std::vector<ParamMap> inner;
+      param.slices.resize(tp * dp);
+      for (int64_t t = 0; t < tp; ++t) {
+        param.tpShapes.push_back(getModel(t).groups[g][p].shape);
+        Extents sizes;
+        for (int64_t d = 0; d < dp; ++d) {
+          param.slices[d * tp + t] = placements[t][p][d];
+          sizes.push_back(placements[t][p][d].count);
+        }
+        Expected<ParamMap> fragments =
+            buildFlatRangeLayout(param.name, param.tpShapes.back(), sizes);
+        if (!fragments)
+          return fragments.takeError();
+        inner.push_back(std::move(*fragments));
+      }
+      Expected<ParamMap> outer = buildTpMap(param.name, param.tpShapes);
+      if (!outer)
+        return outer.takeError();
+      Expected<ParamMap> map = nestShardMaps(*outer, inner);
+      if (!map)
+        return map.takeError();
+      param.map = std::move(*map);
+      checkpoint.params.push_back(std::move(param));
+    }
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::run(llvm::StringRef folder) {
+  Expected<FolderScan> scan = scanCheckpointFolder(folder);
+  if (!scan)
+    return scan.takeError();
+  // The first model-state file records the grid the run saved.
+  Expected<std::unique_ptr<TorchFile>> first =
+      TorchFile::open(getFirstModelFile(*scan));
+  if (!first)
+    return first.takeError();
+  Expected<ModelStates> grid = readModelStates(**first);
+  if (!grid)
+    return grid.takeError();
+  for (auto [what, size] : {std::pair{"mp_world_size", grid->mpWorldSize},
+                            {"dp_world_size", grid->dpWorldSize}})
+    if (std::string error = checkWorldSize(size, what); !error.empty())
+      return refuse((*first)->getPath() + ": " + error);
+  Expected<CheckpointFiles> listed =
+      selectGridFiles(*scan, grid->mpWorldSize, grid->dpWorldSize);
+  if (!listed)
+    return listed.takeError();
+  files = std::move(*listed);
+  checkpoint.folder = folder.str();
+  checkpoint.tp = files.tp;
+  checkpoint.dp = files.dp;
+  if (Error error = readFiles())
+    return error;
+  if (Error error = checkOneRun())
+    return error;
+  checkpoint.stage = optimizers[0].stage;
+  if (Error error = readTensorParallelLayout())
+    return error;
+  return buildParams();
+}
+
+Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+DeepSpeedCheckpoint::open(llvm::StringRef folder) {
+  auto checkpoint =
+      std::unique_ptr<DeepSpeedCheckpoint>(new DeepSpeedCheckpoint());
+  DeepSpeedReader reader(*checkpoint);
+  if (Error error = reader.run(folder))
+    return std::move(error);
+  return checkpoint;
+}
+
+TensorData DeepSpeedCheckpoint::getFragment(const DeepSpeedParam &param,
+                                            int64_t rank,
+                                            OptimizerState state) const {
+  const RankFile &file = ranks[rank];
+  const FragmentSlice &slice = param.slices[rank];
+  TensorData partition = file.file->getTensor(
+      file.partitions[param.group][static_cast<size_t>(state)]);
+  return {DType::F32,
+          {slice.count},
+          {1},
+          partition.data + slice.offset * getElementSize(DType::F32)};
+}
