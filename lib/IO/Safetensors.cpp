@@ -3,20 +3,16 @@
 #include "ucp/IO/Safetensors.h"
 #include "JsonReading.h"
 #include "ucp/Support/InputFile.h"
-#include "ucp/Support/OutputFile.h"
+#include "ucp/Support/MappedOutputFile.h"
 
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
-#include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <numeric>
-#include <sys/mman.h>
 #include <tuple>
-#include <unistd.h>
 
 using namespace ucp;
 using llvm::Expected;
@@ -163,18 +159,6 @@ const TensorInfo *SafetensorsReader::find(llvm::StringRef name) const {
   return it != tensors.end() && it->name == name ? &*it : nullptr;
 }
 
-/// Allocates the blocks of the first `size` bytes of `fd` where the file
-/// system can: a file written through a mapping that runs out of space
-/// would otherwise end the process with SIGBUS in the middle of the run.
-static std::error_code reserveBlocks(int fd, uint64_t size) {
-#if defined(__linux__)
-  if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 &&
-      errno != EOPNOTSUPP && errno != ENOSYS)
-    return std::error_code(errno, std::generic_category());
-#endif
-  return {};
-}
-
 Expected<std::unique_ptr<SafetensorsWriter>>
 SafetensorsWriter::create(llvm::StringRef path,
                           std::vector<TensorInfo> tensors) {
@@ -241,30 +225,12 @@ SafetensorsWriter::create(llvm::StringRef path,
   if (llvm::AddOverflow(writer->dataStart, offset, size))
     return refuse(path, "the file would hold more bytes than int64 can count");
   // Written under a temporary name, mapped at full size.
-  llvm::Expected<std::unique_ptr<OutputFile>> output = OutputFile::create(path);
+  llvm::Expected<std::unique_ptr<MappedOutputFile>> output =
+      MappedOutputFile::create(path, size);
   if (!output)
     return output.takeError();
-  if ((*output)->isStandardOutput())
-    return refuse(path, "a safetensors file is written through a mapping, "
-                        "so it needs a file, not standard output");
   writer->output = std::move(*output);
-  int fd = writer->output->getDescriptor();
-  std::string failed;
-  std::error_code ec = fs::resize_file(fd, size);
-  if (ec)
-    failed = "cannot size the output";
-  if (!ec && (ec = reserveBlocks(fd, size)))
-    failed = "cannot reserve " + std::to_string(size) + " bytes for the output";
-  if (!ec) {
-    writer->region = std::make_unique<fs::mapped_file_region>(
-        fs::convertFDToNativeFile(fd), fs::mapped_file_region::readwrite, size,
-        0, ec);
-    if (ec)
-      failed = "cannot map the output";
-  }
-  if (ec)
-    return refuse(path, failed + ": " + ec.message());
-  char *base = writer->region->data();
+  char *base = writer->output->getData();
   uint64_t headerSize = text.size();
   for (int i = 0; i < 8; ++i)
     base[i] = static_cast<char>(headerSize >> (8 * i));
@@ -272,30 +238,15 @@ SafetensorsWriter::create(llvm::StringRef path,
   return writer;
 }
 
-SafetensorsWriter::~SafetensorsWriter() {
-  // Unmapped before the output, uncommitted, removes its file.
-  region.reset();
-}
-
 char *SafetensorsWriter::getData(llvm::StringRef name) {
   auto it = indexByName.find(name);
   if (it == indexByName.end())
     return nullptr;
-  return region->data() + dataStart + tensors[it->second].begin;
+  return output->getData() + dataStart + tensors[it->second].begin;
 }
 
 llvm::Error SafetensorsWriter::flush(bool durable) {
-  if (!region)
-    return llvm::Error::success();
-  if (durable && ::msync(region->data(), region->size(), MS_SYNC) != 0)
-    return refuse(path, std::string("cannot write the output to disk: ") +
-                            std::strerror(errno));
-  region.reset(); // Unmaps; the page cache writes the pages back.
-  return llvm::Error::success();
+  return output->flush(durable);
 }
 
-llvm::Error SafetensorsWriter::commit() {
-  if (llvm::Error error = flush(/*durable=*/false))
-    return error;
-  return output->commit();
-}
+llvm::Error SafetensorsWriter::commit() { return output->commit(); }

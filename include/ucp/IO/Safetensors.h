@@ -14,7 +14,7 @@
 
 #include "ucp/Map/ParamMap.h"
 #include "ucp/Runtime/DType.h"
-#include "ucp/Support/OutputFile.h"
+#include "ucp/Support/MappedOutputFile.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
@@ -77,7 +77,6 @@ public:
   /// a line, with no gaps.
   static llvm::Expected<std::unique_ptr<SafetensorsWriter>>
   create(llvm::StringRef path, std::vector<TensorInfo> tensors);
-  ~SafetensorsWriter();
 
   /// Returns where the data of the tensor `name` goes, or null if the file
   /// has no such tensor.
@@ -93,12 +92,11 @@ public:
 private:
   SafetensorsWriter() = default;
   std::string path;
-  std::unique_ptr<OutputFile> output;
+  std::unique_ptr<MappedOutputFile> output;
   std::vector<TensorInfo> tensors;
   /// Index in `tensors` by name: checkpoints have tens of thousands.
   llvm::StringMap<size_t> indexByName;
   int64_t dataStart = 0;
-  std::unique_ptr<llvm::sys::fs::mapped_file_region> region;
 };
 
 } // namespace ucp
