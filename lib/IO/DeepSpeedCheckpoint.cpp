@@ -61,7 +61,7 @@ private:
   std::vector<ModelStates> models;
   std::vector<OptimizerStates> optimizers;
   std::map<std::string, ParamMap> affineMaps;
-  std::optional<LegacyCategories> categories;
+  std::optional<LegacyCategories> &categories = checkpoint.categories;
 };
 
 } // namespace ucp

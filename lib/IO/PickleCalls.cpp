@@ -9,30 +9,37 @@
 
 #include "Unpickler.h"
 
-#include "llvm/ADT/StringSwitch.h"
-
 using namespace ucp;
 using llvm::Error;
 using llvm::Expected;
 using llvm::StringRef;
 
 /// The storage classes of a persistent id and their element types.
+/// torch's typed storage classes and their element types.
+static constexpr std::pair<const char *, DType> kStorageClasses[] = {
+    {"FloatStorage", DType::F32}, {"DoubleStorage", DType::F64},
+    {"HalfStorage", DType::F16},  {"BFloat16Storage", DType::BF16},
+    {"LongStorage", DType::I64},  {"IntStorage", DType::I32},
+    {"ShortStorage", DType::I16}, {"CharStorage", DType::I8},
+    {"ByteStorage", DType::U8},   {"BoolStorage", DType::Bool},
+};
+
 static std::optional<DType> getStorageType(StringRef module, StringRef name) {
   if (module != "torch")
     return std::nullopt;
-  return llvm::StringSwitch<std::optional<DType>>(name)
-      .Case("FloatStorage", DType::F32)
-      .Case("DoubleStorage", DType::F64)
-      .Case("HalfStorage", DType::F16)
-      .Case("BFloat16Storage", DType::BF16)
-      .Case("LongStorage", DType::I64)
-      .Case("IntStorage", DType::I32)
-      .Case("ShortStorage", DType::I16)
-      .Case("CharStorage", DType::I8)
-      .Case("ByteStorage", DType::U8)
-      .Case("BoolStorage", DType::Bool)
-      .Case("UntypedStorage", DType::U8)
-      .Default(std::nullopt);
+  if (name == "UntypedStorage")
+    return DType::U8;
+  for (auto [className, type] : kStorageClasses)
+    if (name == className)
+      return type;
+  return std::nullopt;
+}
+
+std::optional<StringRef> ucp::getTorchStorageClass(DType type) {
+  for (auto [className, storageType] : kStorageClasses)
+    if (storageType == type)
+      return StringRef(className);
+  return std::nullopt;
 }
 
 /// DeepSpeed's plain data classes, built by NEWOBJ then BUILD.
@@ -88,7 +95,11 @@ Error Unpickler::reduce() {
     if (!args.empty())
       return fail("builds an OrderedDict from arguments; torch.save passes "
                   "none");
-    stack.push_back(make(PickleValue::Dict));
+    PickleValue dict;
+    dict.kind = PickleValue::Dict;
+    dict.module = "collections";
+    dict.name = "OrderedDict";
+    stack.push_back(add(std::move(dict)));
     return Error::success();
   }
   if (name == "Size") {

@@ -317,3 +317,82 @@ Expected<ParamMap> ucp::lowerObservedParam(llvm::StringRef name,
   }
   return map;
 }
+
+Expected<UniversalMerge>
+ucp::classifyUniversalMerge(llvm::StringRef name,
+                            const LegacyCategories &categories) {
+  LegacyParam param{name.str(), {}, {}};
+  UniversalMerge merge;
+  auto use = [&](llvm::ArrayRef<std::string> patterns) -> Expected<bool> {
+    Expected<std::optional<std::string>> match = findMatch(patterns, name);
+    if (!match)
+      return match.takeError();
+    if (*match)
+      merge.usedPatterns.push_back(**match);
+    return match->has_value();
+  };
+  // The converter looks the sub-parameters up first (using the pattern
+  // whatever the branch), then takes the first list of its chain that
+  // matches: replicated, average, two sub-parameters, sub-parameters,
+  // row-parallel or else column-parallel; vocabulary is checked on its own.
+  std::optional<size_t> subParams;
+  for (size_t i = 0; !subParams && i < categories.subParams.size(); ++i) {
+    Expected<bool> hit = use(categories.subParams[i].patterns);
+    if (!hit)
+      return hit.takeError();
+    if (*hit)
+      subParams = i;
+  }
+  Expected<bool> replicated = use(categories.replicated);
+  if (!replicated)
+    return replicated.takeError();
+  if (!*replicated) {
+    Expected<bool> average = use(categories.average);
+    if (!average)
+      return average.takeError();
+    if (*average)
+      return refuse(param, "DeepSpeed averages its TP shards, a reduction "
+                           "that no layout describes");
+    Expected<bool> two = use(categories.twoSubParamsCatDim0);
+    if (!two)
+      return two.takeError();
+    if (*two) {
+      merge.catDim = 0;
+      merge.subParamCount = 2;
+    } else if (subParams) {
+      merge.subParams = subParams;
+    } else {
+      Expected<bool> row = use(categories.rowParallel);
+      if (!row)
+        return row.takeError();
+      merge.catDim = *row ? 1 : 0;
+    }
+  }
+  Expected<bool> vocabulary = use(categories.vocabulary);
+  if (!vocabulary)
+    return vocabulary.takeError();
+  merge.vocabulary = *vocabulary;
+  if (merge.vocabulary && merge.catDim == 1)
+    return refuse(param, "it matches both a vocabulary and a row-parallel "
+                         "pattern: DeepSpeed would join its shards along "
+                         "dimension 1 and then cut rows, which no layout is");
+  return merge;
+}
+
+std::vector<std::string>
+ucp::getMergePatterns(const LegacyCategories &categories) {
+  std::vector<std::string> patterns;
+  auto add = [&](llvm::ArrayRef<std::string> list) {
+    for (const std::string &pattern : list)
+      if (!llvm::is_contained(patterns, pattern))
+        patterns.push_back(pattern);
+  };
+  add(categories.replicated);
+  add(categories.average);
+  add(categories.twoSubParamsCatDim0);
+  for (const SubParamCategory &category : categories.subParams)
+    add(category.patterns);
+  add(categories.rowParallel);
+  add(categories.vocabulary);
+  return patterns;
+}

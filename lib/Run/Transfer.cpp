@@ -63,19 +63,6 @@ TransferSide ucp::getShardSide(std::vector<ParamMap> maps,
   return side;
 }
 
-/// Waits until the entries of `folder` (files renamed into it, folders
-/// created in it) are on disk.
-static std::error_code syncFolder(llvm::StringRef folder) {
-  int fd = ::open(folder.str().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return std::error_code(errno, std::generic_category());
-  int result = ::fsync(fd);
-  int error = errno;
-  ::close(fd);
-  return result == 0 ? std::error_code()
-                     : std::error_code(error, std::generic_category());
-}
-
 /// The folder holding `path` ("." for a bare file name).
 static std::string getParentFolder(llvm::StringRef path) {
   llvm::StringRef parent = llvm::sys::path::parent_path(path);

@@ -4,10 +4,13 @@
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Process.h"
 
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -110,4 +113,17 @@ ucp::readTextInputFile(llvm::StringRef path, TextSyntax syntax) {
     return refuse(path == "-" ? "<stdin>" : path,
                   llvm::toString(std::move(error)));
   return text;
+}
+
+void ucp::releaseMappedPages(const llvm::MemoryBuffer &buffer,
+                             const char *begin, size_t bytes) {
+  if (buffer.getBufferKind() != llvm::MemoryBuffer::MemoryBuffer_MMap)
+    return;
+  uintptr_t page = llvm::sys::Process::getPageSizeEstimate();
+  uintptr_t first = llvm::alignTo(reinterpret_cast<uintptr_t>(begin), page);
+  uintptr_t last =
+      llvm::alignDown(reinterpret_cast<uintptr_t>(begin) + bytes, page);
+  if (first < last)
+    (void)::madvise(reinterpret_cast<void *>(first), last - first,
+                    MADV_DONTNEED);
 }

@@ -73,6 +73,8 @@ static void removeStaleTemporaries(llvm::StringRef folder) {
     bool gone = ::kill(*owner, 0) != 0 && errno == ESRCH;
     if (gone && it->type() == fs::file_type::regular_file)
       fs::remove(it->path());
+    else if (gone && it->type() == fs::file_type::directory_file)
+      fs::remove_directories(it->path());
   }
 }
 
@@ -210,4 +212,89 @@ llvm::Error ucp::writeOutputFile(
   if (llvm::Error error = write((*file)->os()))
     return error;
   return (*file)->commit();
+}
+
+/// Waits until `path`, opened with `flags`, is on disk.
+static std::error_code syncPath(llvm::StringRef path, int flags) {
+  int fd = ::open(path.str().c_str(), flags | O_CLOEXEC);
+  if (fd < 0)
+    return std::error_code(errno, std::generic_category());
+  int result = ::fsync(fd);
+  int error = errno;
+  ::close(fd);
+  return result == 0 ? std::error_code()
+                     : std::error_code(error, std::generic_category());
+}
+
+std::error_code ucp::syncFile(llvm::StringRef path) {
+  return syncPath(path, O_RDONLY);
+}
+
+std::error_code ucp::syncFolder(llvm::StringRef folder) {
+  return syncPath(folder, O_RDONLY | O_DIRECTORY);
+}
+
+/// The folder holding `path` ("." for a bare name).
+static std::string getParent(llvm::StringRef path) {
+  llvm::StringRef parent = llvm::sys::path::parent_path(path);
+  return parent.empty() ? "." : parent.str();
+}
+
+llvm::Expected<std::unique_ptr<OutputFolder>>
+OutputFolder::create(llvm::StringRef path) {
+  auto folder = std::unique_ptr<OutputFolder>(new OutputFolder());
+  folder->path = path.str();
+  struct stat status;
+  if (::lstat(folder->path.c_str(), &status) == 0)
+    return refuse(path, std::string("exists (") +
+                            describeFileKind(status.st_mode) +
+                            "); the output folder must be new, so that "
+                            "nothing in it is replaced or mixed with what "
+                            "was there");
+  std::string parent = getParent(path);
+  if (!fs::is_directory(parent))
+    return refuse(path,
+                  "cannot write: the folder " + parent + " does not exist");
+  removeStaleTemporaries(parent);
+  // Unique as createUniqueFile's names are, but a folder.
+  for (int attempt = 0;; ++attempt) {
+    llvm::SmallString<256> name;
+    fs::createUniquePath(path + ".tmp-" + getHostTag() + "-" +
+                             std::to_string(::getpid()) + "-%%%%%%",
+                         name, /*MakeAbsolute=*/false);
+    std::error_code ec = fs::create_directory(name, /*IgnoreExisting=*/false);
+    if (!ec) {
+      folder->temporary = name.str().str();
+      break;
+    }
+    if (ec != std::errc::file_exists || attempt == 100)
+      return refuse(path, "cannot create a temporary folder beside it: " +
+                              ec.message());
+  }
+  return folder;
+}
+
+OutputFolder::~OutputFolder() {
+  if (!committed && !temporary.empty())
+    fs::remove_directories(temporary);
+}
+
+llvm::Error OutputFolder::commit(bool durable) {
+  if (durable)
+    if (std::error_code ec = syncFolder(temporary))
+      return refuse(path, "cannot write to disk: " + ec.message());
+  // rename(2) onto an existing empty folder would succeed: check again.
+  if (fs::exists(path))
+    return refuse(path, "appeared while the output was being written; "
+                        "nothing was written");
+  if (std::error_code ec = fs::rename(temporary, path))
+    return refuse(path, "cannot rename the finished folder into place: " +
+                            ec.message());
+  committed = true;
+  if (durable)
+    if (std::error_code ec = syncFolder(getParent(path)))
+      return refuse(path, "is in place, but its folder could not be synced "
+                          "to disk: " +
+                              ec.message());
+  return llvm::Error::success();
 }

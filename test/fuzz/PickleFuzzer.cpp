@@ -57,7 +57,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   llvm::DenseSet<PickleRef> onPath;
   llvm::DenseMap<PickleRef, unsigned> heights;
   walk(*document, document->getRoot(), onPath, heights);
-  llvm::raw_null_ostream null;
-  printPickleTree(*document, null);
+  std::string printed;
+  llvm::raw_string_ostream os(printed);
+  printPickleTree(*document, os);
+  // What the writer writes of it reads back as the same tree.
+  llvm::Expected<std::string> written = writePickle(*document);
+  if (!written) {
+    ignore(written.takeError()); // Opaque values and bytes are not written.
+    return 0;
+  }
+  llvm::Expected<PickleDocument> reread = readPickle(*written);
+  fuzzCheck(static_cast<bool>(reread), "a written pickle reads back");
+  std::string again;
+  llvm::raw_string_ostream againOs(again);
+  printPickleTree(*reread, againOs);
+  fuzzCheck(again == printed, "a written pickle reads back the same");
   return 0;
 }

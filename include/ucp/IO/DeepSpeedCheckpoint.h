@@ -28,6 +28,7 @@
 #define UCP_IO_DEEPSPEEDCHECKPOINT_H
 
 #include "ucp/IO/TorchFile.h"
+#include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Map/ParamMap.h"
 
 #include <array>
@@ -81,6 +82,27 @@ public:
   /// The fragment of `state` of `param` that grid rank `rank` holds.
   TensorData getFragment(const DeepSpeedParam &param, int64_t rank,
                          OptimizerState state) const;
+  /// The categories of universal_checkpoint_info, if the model states
+  /// carry it.
+  const std::optional<LegacyCategories> &getCategories() const {
+    return categories;
+  }
+  /// The model-state files: one per TP rank (ZeRO-1/2) or per grid rank
+  /// (ZeRO-3), in grid order.
+  llvm::ArrayRef<std::unique_ptr<TorchFile>> getModelFiles() const {
+    return modelFiles;
+  }
+  /// The flat partition of `state` of parameter group `group` in grid rank
+  /// `rank`'s optimizer file (a tensor of that file's document).
+  PickleRef getPartition(int64_t rank, size_t group,
+                         OptimizerState state) const {
+    return ranks[rank].partitions[group][static_cast<size_t>(state)];
+  }
+  /// The step of parameter group `group` in grid rank `rank`'s optimizer
+  /// file (a 0-d tensor or a number), if it records one.
+  std::optional<PickleRef> getStep(int64_t rank, size_t group) const {
+    return ranks[rank].steps[group];
+  }
   /// The optimizer file of grid rank `rank`.
   const TorchFile &getOptimizerFile(int64_t rank) const {
     return *ranks[rank].file;
@@ -102,8 +124,7 @@ private:
   int64_t tp = 1, dp = 1;
   int stage = 1;
   std::vector<DeepSpeedParam> params;
-  /// The model-state files: one per TP rank (ZeRO-1/2) or per grid rank
-  /// (ZeRO-3).
+  std::optional<LegacyCategories> categories;
   std::vector<std::unique_ptr<TorchFile>> modelFiles;
   /// Per grid rank.
   std::vector<RankFile> ranks;

@@ -33,6 +33,7 @@
 #include "ucp/Map/ParamMap.h"
 #include "ucp/Runtime/DType.h"
 
+#include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/raw_ostream.h"
@@ -83,6 +84,8 @@ struct PickleValue {
   std::vector<PickleRef> items;
   /// Object: its fields (a Dict, or None before BUILD). Dict: the
   /// attributes BUILD gave it (an OrderedDict's `_metadata`), or None.
+  /// (A Dict made by `collections.OrderedDict()` has that `module` and
+  /// `name`, so that it is written back as one.)
   PickleRef fields = 0;
   bool opaque = false;
 
@@ -117,10 +120,14 @@ public:
 
 private:
   friend class Unpickler;
+  friend class PickleBuilder;
   std::vector<PickleValue> values;
   PickleRef root = 0;
   std::vector<std::string> opaqueGlobals;
 };
+
+/// The name of torch's storage class of `type` (`FloatStorage`), if any.
+std::optional<llvm::StringRef> getTorchStorageClass(DType type);
 
 /// Whether `module.name` is one of the globals the reader understands
 /// (the others become opaque values).
@@ -141,6 +148,53 @@ void printPickleTree(const PickleDocument &document, llvm::raw_ostream &os,
 /// Reads `bytes`, a pickle, into a document; errors say at which byte and
 /// which opcode the pickle went wrong.
 llvm::Expected<PickleDocument> readPickle(llvm::StringRef bytes);
+
+/// Builds a document value by value, to be written.
+class PickleBuilder {
+public:
+  PickleBuilder();
+  PickleRef none() const { return 0; }
+  PickleRef boolean(bool value);
+  PickleRef integer(int64_t value);
+  PickleRef number(double value);
+  PickleRef string(llvm::StringRef text);
+  PickleRef list(llvm::ArrayRef<PickleRef> items);
+  PickleRef tuple(llvm::ArrayRef<PickleRef> items);
+  /// A dict of (key, value) pairs in order; `ordered`: an OrderedDict.
+  PickleRef dict(llvm::ArrayRef<std::pair<PickleRef, PickleRef>> items,
+                 bool ordered = false);
+  /// An instance of the data class `module.name` with the fields `fields`
+  /// (a dict of string keys).
+  PickleRef object(llvm::StringRef module, llvm::StringRef name,
+                   PickleRef fields);
+  /// The member `member` of the enum class `module.name`.
+  PickleRef enumMember(llvm::StringRef module, llvm::StringRef name,
+                       llvm::StringRef member);
+  /// A storage of `elements` of `type`, the record `data/<key>`.
+  PickleRef storage(llvm::StringRef key, DType type, int64_t elements);
+  PickleRef tensor(PickleRef storage, int64_t offset,
+                   llvm::ArrayRef<int64_t> shape,
+                   llvm::ArrayRef<int64_t> strides, bool requiresGrad);
+  /// Copies the value `ref` of `from` and everything it holds; values
+  /// shared in `from` stay shared in the copy across the calls given the
+  /// same `copied` (from's refs to the builder's). Storages keep their keys.
+  PickleRef copy(const PickleDocument &from, PickleRef ref,
+                 llvm::DenseMap<PickleRef, PickleRef> &copied);
+  /// Returns the document rooted at `root`; the builder is left empty.
+  PickleDocument finish(PickleRef root);
+
+private:
+  PickleRef add(PickleValue value);
+  PickleDocument document;
+};
+
+/// Writes `document` as a protocol 2 pickle, as torch.save writes one:
+/// tensors as `_rebuild_tensor_v2` of persistent storages, data classes by
+/// NEWOBJ and BUILD, enum members by getattr, values shared in the
+/// document shared through the memo. readPickle reads it back as the same
+/// document. Refuses what protocol 2 cannot hold here (bytes, opaque
+/// values, a storage class torch lacks).
+llvm::Expected<std::string> writePickle(const PickleDocument &document);
 
 } // namespace ucp
 

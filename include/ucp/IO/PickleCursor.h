@@ -25,6 +25,7 @@ public:
       : document(&document), ref(document.getRoot()), path("$") {}
 
   const PickleValue &get() const { return document->get(ref); }
+  const PickleDocument &getDocument() const { return *document; }
   PickleRef getRef() const { return ref; }
   const std::string &getPath() const { return path; }
   bool is(PickleValue::Kind kind) const { return get().kind == kind; }

@@ -52,6 +52,8 @@ public:
   /// The names of every record, relative to the root, in directory order.
   llvm::ArrayRef<std::string> getRecordNames() const { return names; }
   llvm::StringRef getPath() const { return path; }
+  /// The file's bytes.
+  const llvm::MemoryBuffer &getBuffer() const { return *buffer; }
 
 private:
   TorchArchive() = default;

@@ -19,6 +19,7 @@
 
 #include "ucp/IO/Pickle.h"
 #include "ucp/IO/TorchArchive.h"
+#include "ucp/Support/InputFile.h"
 
 namespace ucp {
 
@@ -45,6 +46,15 @@ public:
   /// The tensor `tensor` (a Tensor value of the document).
   TensorData getTensor(PickleRef tensor) const;
   llvm::StringRef getPath() const { return archive->getPath(); }
+  /// Drops the pages wholly inside [begin, begin + bytes) from memory
+  /// (releaseMappedPages): done reading them for now.
+  void releasePages(const char *begin, size_t bytes) const {
+    releaseMappedPages(archive->getBuffer(), begin, bytes);
+  }
+  /// The bytes of the storage keyed `key`, if the document has one.
+  std::optional<llvm::StringRef> getStorageBytes(llvm::StringRef key) const {
+    return archive->getRecord("data/" + key.str());
+  }
 
 private:
   TorchFile() = default;

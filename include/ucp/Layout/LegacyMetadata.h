@@ -93,6 +93,33 @@ llvm::Expected<ParamMap> lowerObservedParam(llvm::StringRef name,
                                             llvm::ArrayRef<Extents> shapes,
                                             const LegacyCategories &categories);
 
+/// What DeepSpeed's converter records beside a parameter's merged tensor in
+/// its universal files, decided by the same chain of categories: the keys
+/// that precede `param` in each `zero/<name>/<state>.pt`.
+struct UniversalMerge {
+  /// `cat_dim`: absent for a replicated parameter and sub-parameters.
+  std::optional<int64_t> catDim;
+  /// `param_n_sub_params` (parameter_with_2_sub_params_cat_dim_0).
+  std::optional<int64_t> subParamCount;
+  /// `sub_param_shape`: the index of the parameter_with_sub_params entry.
+  std::optional<size_t> subParams;
+  /// `vocab_tensor`: the parameter matches a vocabulary pattern.
+  bool vocabulary = false;
+  /// The patterns this parameter uses (for the converter's strict check
+  /// that every pattern is used by some parameter).
+  std::vector<std::string> usedPatterns;
+};
+
+/// Returns how the converter merges `name`, refusing what it would average
+/// (a reduction) or cut in a way no layout is (a row-parallel vocabulary).
+llvm::Expected<UniversalMerge>
+classifyUniversalMerge(llvm::StringRef name,
+                       const LegacyCategories &categories);
+
+/// Every pattern of `categories`' merge lists (replicated, average,
+/// sub-parameters, row-parallel, vocabulary), once each, in that order.
+std::vector<std::string> getMergePatterns(const LegacyCategories &categories);
+
 } // namespace ucp
 
 #endif // UCP_LAYOUT_LEGACYMETADATA_H

@@ -45,6 +45,14 @@ readInputFile(llvm::StringRef path, const InputOptions &options = {});
 llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
 readTextInputFile(llvm::StringRef path, TextSyntax syntax);
 
+/// Drops the pages of `buffer` that lie wholly inside [begin, begin +
+/// bytes) from this process's memory, if `buffer` maps a file (it does
+/// nothing to a buffer read into memory, whose bytes would be lost): a
+/// long run reading each byte once keeps its resident memory small. The
+/// bytes stay readable; a later read faults them back in from the file.
+void releaseMappedPages(const llvm::MemoryBuffer &buffer, const char *begin,
+                        size_t bytes);
+
 /// Names the kind of file `mode` (an st_mode) describes: "a directory",
 /// "a FIFO", "a character device", ...
 const char *describeFileKind(unsigned mode);

@@ -77,6 +77,41 @@ llvm::Error
 writeOutputFile(llvm::StringRef path,
                 llvm::function_ref<llvm::Error(llvm::raw_ostream &)> write);
 
+/// A folder of outputs being written: a temporary folder beside its
+/// destination (named as temporary files are), removed with everything in
+/// it unless committed, renamed into place by commit(). The destination
+/// must not exist: a folder of outputs never replaces or merges into
+/// anything. A run killed by a signal leaves the temporary folder (signal
+/// handlers remove files only); the next run writing beside it removes it,
+/// as it removes stale temporary files.
+class OutputFolder {
+public:
+  static llvm::Expected<std::unique_ptr<OutputFolder>>
+  create(llvm::StringRef path);
+  ~OutputFolder();
+  OutputFolder(const OutputFolder &) = delete;
+  OutputFolder &operator=(const OutputFolder &) = delete;
+
+  /// Where the outputs go until commit().
+  llvm::StringRef getTemporaryPath() const { return temporary; }
+  /// Renames the folder into place; with `durable`, once its entries and
+  /// the rename are on disk (the files in it must have been synced).
+  llvm::Error commit(bool durable = false);
+
+private:
+  OutputFolder() = default;
+  std::string path;
+  std::string temporary;
+  bool committed = false;
+};
+
+/// Waits until the data of the file `path` is on disk.
+std::error_code syncFile(llvm::StringRef path);
+
+/// Waits until the entries of `folder` (files renamed into it, folders
+/// created in it) are on disk.
+std::error_code syncFolder(llvm::StringRef folder);
+
 } // namespace ucp
 
 #endif // UCP_SUPPORT_OUTPUTFILE_H
