@@ -28,7 +28,8 @@ config.substitutions.append(
 
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 llvm_config.add_tool_substitutions(
-    ["affine-opt", "affine-translate", "affine-run", "ucp-gpu-check"],
+    ["affine-opt", "affine-translate", "affine-run", "ucp-gpu-check",
+     "ucp-make-deepspeed-checkpoint"],
     [config.ucp_tools_dir])
 # Stand-ins for libcuda.so.1 and libnvrtc.so that run kernels on the host.
 config.substitutions.append(

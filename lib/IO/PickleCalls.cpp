@@ -105,7 +105,11 @@ Error Unpickler::reduce() {
   if (name == "Size") {
     if (args.size() != 1 || at(args[0]).kind != PickleValue::Tuple)
       return fail("builds a torch.Size of something other than a tuple");
-    stack.push_back(args[0]);
+    // The tuple, marked as a Size so that it is written back as one.
+    PickleValue size = at(args[0]);
+    size.module = "torch";
+    size.name = "Size";
+    stack.push_back(add(std::move(size)));
     return Error::success();
   }
   if (name == "set" || name == "frozenset") {

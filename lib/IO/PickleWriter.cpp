@@ -60,10 +60,27 @@ PickleRef PickleBuilder::list(llvm::ArrayRef<PickleRef> items) {
   return add(std::move(v));
 }
 
+PickleRef PickleBuilder::set(llvm::ArrayRef<PickleRef> items) {
+  PickleValue v;
+  v.kind = PickleValue::Set;
+  v.items.assign(items.begin(), items.end());
+  return add(std::move(v));
+}
+
 PickleRef PickleBuilder::tuple(llvm::ArrayRef<PickleRef> items) {
   PickleValue v;
   v.kind = PickleValue::Tuple;
   v.items.assign(items.begin(), items.end());
+  return add(std::move(v));
+}
+
+PickleRef PickleBuilder::size(llvm::ArrayRef<int64_t> extents) {
+  PickleValue v;
+  v.kind = PickleValue::Tuple;
+  v.module = "torch";
+  v.name = "Size";
+  for (int64_t extent : extents)
+    v.items.push_back(integer(extent));
   return add(std::move(v));
 }
 
@@ -331,6 +348,16 @@ llvm::Error PickleEmitter::emitValue(PickleRef ref) {
     memoize(ref);
     return emitItems(value.items, 'e');
   case PickleValue::Tuple:
+    if (value.name == "Size") {
+      emitGlobal("torch", "Size");
+      if (value.items.empty())
+        byte(')');
+      else if (llvm::Error error = emitItems(value.items, 't'))
+        return error;
+      byte(0x85); // TUPLE1
+      byte('R');
+      break;
+    }
     if (value.items.empty()) {
       byte(')');
       break;

@@ -85,7 +85,8 @@ struct PickleValue {
   /// Object: its fields (a Dict, or None before BUILD). Dict: the
   /// attributes BUILD gave it (an OrderedDict's `_metadata`), or None.
   /// (A Dict made by `collections.OrderedDict()` has that `module` and
-  /// `name`, so that it is written back as one.)
+  /// `name`, and a Tuple made by `torch.Size(tuple)` module `torch` and
+  /// name `Size`, so that they are written back as such.)
   PickleRef fields = 0;
   bool opaque = false;
 
@@ -159,7 +160,10 @@ public:
   PickleRef number(double value);
   PickleRef string(llvm::StringRef text);
   PickleRef list(llvm::ArrayRef<PickleRef> items);
+  PickleRef set(llvm::ArrayRef<PickleRef> items);
   PickleRef tuple(llvm::ArrayRef<PickleRef> items);
+  /// A torch.Size of `extents`.
+  PickleRef size(llvm::ArrayRef<int64_t> extents);
   /// A dict of (key, value) pairs in order; `ordered`: an OrderedDict.
   PickleRef dict(llvm::ArrayRef<std::pair<PickleRef, PickleRef>> items,
                  bool ordered = false);

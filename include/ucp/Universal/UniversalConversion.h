@@ -49,8 +49,9 @@ struct UniversalStats {
 };
 
 /// Writes the Universal checkpoint of `checkpoint` to the new folder
-/// `output`, and `latest_universal` beside it. Nothing is left at `output`
-/// unless everything succeeds.
+/// `output` (making its missing parents), and `latest_universal` beside
+/// it. Nothing is left at `output`, nor any folder made for it, unless
+/// everything succeeds.
 llvm::Expected<UniversalStats>
 convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
                    llvm::StringRef output, const UniversalOptions &options);

@@ -26,8 +26,9 @@ def bits(tensor):
     return flat.view(torch.uint8) if flat.numel() else flat
 
 
-def compare(ours, theirs, where):
-    """Returns a difference between two unpickled values, or None."""
+def compare(ours, theirs, where, values=True):
+    """Returns a difference between two unpickled values, or None; without
+    `values`, tensors' elements are not compared."""
     if type(ours).__name__ != type(theirs).__name__:
         return f"{where}: {type(ours).__name__} vs {type(theirs).__name__}"
     if isinstance(ours, torch.Tensor):
@@ -37,11 +38,15 @@ def compare(ours, theirs, where):
                         f"{getattr(theirs, what)}")
         if ours.stride() != theirs.stride():
             return f"{where}: strides {ours.stride()} vs {theirs.stride()}"
-        if not torch.equal(bits(ours), bits(theirs)):
+        if ours.storage_offset() != theirs.storage_offset():
+            return (f"{where}: storage offset {ours.storage_offset()} vs "
+                    f"{theirs.storage_offset()}")
+        if values and not torch.equal(bits(ours), bits(theirs)):
             return f"{where}: the elements differ"
         return None
     if isinstance(ours, Record):
-        return compare(ours.__dict__, theirs.__dict__, where + ".__dict__")
+        return compare(ours.__dict__, theirs.__dict__, where + ".__dict__",
+                       values)
     if isinstance(ours, dict):
         if list(ours) != list(theirs):
             return f"{where}: keys {list(ours)} vs {list(theirs)}"
@@ -56,7 +61,7 @@ def compare(ours, theirs, where):
     else:
         return None if ours == theirs else f"{where}: {ours!r} vs {theirs!r}"
     for a, b, at in items:
-        difference = compare(a, b, at)
+        difference = compare(a, b, at, values)
         if difference:
             return difference
     return None

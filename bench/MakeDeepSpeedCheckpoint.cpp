@@ -1,0 +1,468 @@
+//===- MakeDeepSpeedCheckpoint.cpp - DeepSpeed checkpoints of any size ----===//
+//
+//   ucp-make-deepspeed-checkpoint --out DIR [--tag step3] [--dp 2]
+//       [--stage 2] [--dtype bf16] [--hidden 1024 --layers 20 --ffn 2816
+//       --vocab 32000 | --like CKPT/TAG] [--steps 3] [--seed 1]
+//
+// Writes DIR/TAG as DeepSpeed's save_checkpoint writes a ZeRO-1/2 run
+// without tensor parallelism, and DIR/latest: the same files, keys, objects
+// and flattening (each optimizer parameter group concatenated, padded to a
+// multiple of 2 x dp, cut in dp equal partitions; fp32 partitions without
+// their padding, Adam's moments with it; the model's weights as views of
+// one flat storage per group). The model is a Llama-like stack, or the
+// trainable parameters of a real checkpoint (--like), whose files the
+// output then matches but for the values. Values are pseudo-random: a hash
+// of (seed, state, parameter, element), so any rank's fragment is computed
+// alone; the bf16 weights are the fp32 master weights rounded.
+//
+// Benchmarks use it to make checkpoints of hundreds of millions of
+// parameters; a test checks its files against real ones.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/IO/DeepSpeedCheckpoint.h"
+#include "ucp/IO/TorchFileWriter.h"
+#include "ucp/Runtime/FloatBits.h"
+
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstring>
+#include <mutex>
+
+using namespace ucp;
+namespace cl = llvm::cl;
+
+static cl::opt<std::string> outDir("out", cl::desc("the checkpoint folder"),
+                                   cl::Required);
+static cl::opt<std::string> tag("tag", cl::desc("the tag"), cl::init("step3"));
+static cl::opt<int64_t> dp("dp", cl::desc("DP ranks"), cl::init(2));
+static cl::opt<int> stage("stage", cl::desc("ZeRO stage: 1 or 2"), cl::init(2));
+static cl::opt<std::string> dtypeName("dtype", cl::desc("bf16 or fp32"),
+                                      cl::init("bf16"));
+static cl::opt<int64_t> hidden("hidden", cl::init(1024));
+static cl::opt<int64_t> layers("layers", cl::init(20));
+static cl::opt<int64_t> ffn("ffn", cl::init(2816));
+static cl::opt<int64_t> vocab("vocab", cl::init(32000));
+static cl::opt<std::string>
+    like("like", cl::desc("take the parameters of this checkpoint (CKPT/TAG)"));
+static cl::opt<int64_t> steps("steps", cl::desc("optimizer steps"),
+                              cl::init(3));
+static cl::opt<uint64_t> seed("seed", cl::init(1));
+
+namespace {
+
+struct Param {
+  std::string name;
+  Extents shape;
+  size_t group = 0;
+  int64_t elements = 0;
+  /// Where it starts in its group's flat buffer.
+  int64_t offset = 0;
+};
+
+/// The model: parameters in module order, and the flattening of each group.
+struct Model {
+  std::vector<Param> params;
+  std::vector<std::vector<size_t>> groups; // Param indices, in order.
+  std::vector<int64_t> padded;             // Each group's padded length.
+  int64_t partition(size_t g) const { return padded[g] / dp; }
+};
+
+/// The state a value belongs to; also the hash's salt.
+enum class State { Fp32, ExpAvg, ExpAvgSq };
+
+float getValue(State state, size_t param, int64_t element) {
+  uint64_t x = seed * 0x9E3779B97F4A7C15ull ^ (uint64_t(state) << 56) ^
+               (uint64_t(param) << 36) ^ uint64_t(element);
+  // splitmix64's finaliser.
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  float unit = float(x >> 40) * (1.0f / float(1 << 24)); // [0, 1)
+  switch (state) {
+  case State::Fp32:
+    return (unit - 0.5f) * 0.1f;
+  case State::ExpAvg:
+    return (unit - 0.5f) * 1e-3f;
+  case State::ExpAvgSq:
+    return unit * 1e-6f;
+  }
+  return 0;
+}
+
+Model buildModel() {
+  Model model;
+  auto add = [&](std::string name, Extents shape) {
+    // Weight decay on matrices (group 0), none on vectors (group 1).
+    model.params.push_back(
+        {std::move(name), shape, shape.size() > 1 ? 0u : 1u});
+  };
+  if (!like.empty()) {
+    auto checkpoint = DeepSpeedCheckpoint::open(like);
+    if (!checkpoint) {
+      llvm::errs() << llvm::toString(checkpoint.takeError()) << "\n";
+      std::exit(1);
+    }
+    // Module order is the order of the model-state file's `module`.
+    const PickleDocument &doc =
+        (*checkpoint)->getModelFiles().front()->getDocument();
+    PickleRef module = *doc.lookup(doc.getRoot(), "module");
+    const auto &items = doc.get(module).items;
+    for (size_t i = 0; i < items.size(); i += 2)
+      for (const DeepSpeedParam &param : (*checkpoint)->getParams())
+        if (param.name == doc.get(items[i]).text)
+          model.params.push_back({param.name, param.tpShapes[0], param.group});
+  } else {
+    add("model.embed_tokens.weight", {vocab, hidden});
+    for (int64_t l = 0; l < layers; ++l) {
+      std::string p = "model.layers." + std::to_string(l) + ".";
+      add(p + "input_layernorm.weight", {hidden});
+      for (const char *m : {"q", "k", "v", "o"})
+        add(p + "self_attn." + m + "_proj.weight", {hidden, hidden});
+      add(p + "post_attention_layernorm.weight", {hidden});
+      add(p + "mlp.gate_proj.weight", {ffn, hidden});
+      add(p + "mlp.up_proj.weight", {ffn, hidden});
+      add(p + "mlp.down_proj.weight", {hidden, ffn});
+    }
+    add("model.norm.weight", {hidden});
+    add("lm_head.weight", {vocab, hidden});
+  }
+  size_t groups = 0;
+  for (const Param &param : model.params)
+    groups = std::max(groups, param.group + 1);
+  model.groups.resize(groups);
+  model.padded.assign(groups, 0);
+  for (size_t i = 0; i < model.params.size(); ++i) {
+    Param &param = model.params[i];
+    param.elements = *getNumElements(param.shape);
+    param.offset = model.padded[param.group];
+    model.padded[param.group] += param.elements;
+    model.groups[param.group].push_back(i);
+  }
+  for (int64_t &length : model.padded)
+    length = llvm::alignTo(length, 2 * dp);
+  return model;
+}
+
+Extents getStrides(const Extents &shape) {
+  Extents strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+/// The ds_config of the fixtures' runs, with this run's stage and dtype.
+PickleRef buildConfig(PickleBuilder &b) {
+  auto s = [&](llvm::StringRef text) { return b.string(text); };
+  PickleRef adam =
+      b.dict({{s("lr"), b.number(0.01)},
+              {s("betas"), b.list({b.number(0.9), b.number(0.95)})},
+              {s("eps"), b.number(1e-8)},
+              {s("weight_decay"), b.number(0.01)},
+              {s("torch_adam"), b.boolean(true)}});
+  PickleRef zero = b.dict({{s("stage"), b.integer(stage)},
+                           {s("reduce_bucket_size"), b.number(5e8)},
+                           {s("allgather_bucket_size"), b.number(5e8)},
+                           {s("overlap_comm"), b.boolean(false)},
+                           {s("contiguous_gradients"), b.boolean(true)},
+                           {s("reduce_scatter"), b.boolean(true)}});
+  std::vector<std::pair<PickleRef, PickleRef>> config = {
+      {s("train_micro_batch_size_per_gpu"), b.integer(2)},
+      {s("gradient_accumulation_steps"), b.integer(1)},
+      {s("steps_per_print"), b.integer(1000)},
+      {s("wall_clock_breakdown"), b.boolean(false)},
+      {s("gradient_clipping"), b.number(1.0)},
+      {s("optimizer"), b.dict({{s("type"), s("Adam")}, {s("params"), adam}})},
+      {s("zero_optimization"), zero}};
+  if (dtypeName == "bf16")
+    config.push_back({s("bf16"), b.dict({{s("enabled"), b.boolean(true)}})});
+  return b.dict(config);
+}
+
+constexpr llvm::StringLiteral kVersion = "0.19.6+edaa72212";
+
+} // namespace
+
+/// Stores `value` at element `index` of `data` in `type` (F32 or BF16).
+static void store(DType type, char *data, int64_t index, float value) {
+  if (type == DType::BF16) {
+    uint16_t bits = ucpFloatToBfloat(value);
+    std::memcpy(data + 2 * index, &bits, 2);
+  } else {
+    std::memcpy(data + 4 * index, &value, 4);
+  }
+}
+
+/// Fills elements [begin, end) of the flat buffer of group `g`, held at
+/// `data` from element `base` on, with `state`'s values (padding: zero).
+static void fillFlat(const Model &model, size_t g, State state, DType type,
+                     char *data, int64_t base, int64_t begin, int64_t end) {
+  for (size_t p : model.groups[g]) {
+    const Param &param = model.params[p];
+    int64_t lo = std::max(begin, param.offset);
+    int64_t hi = std::min(end, param.offset + param.elements);
+    for (int64_t x = lo; x < hi; ++x)
+      store(type, data, x - base, getValue(state, p, x - param.offset));
+  }
+}
+
+static llvm::Error writeFile(const std::string &path,
+                             const PickleDocument &document,
+                             llvm::function_ref<void(TorchFileWriter &)> fill) {
+  auto writer = TorchFileWriter::create(path, document);
+  if (!writer)
+    return writer.takeError();
+  fill(**writer);
+  return (*writer)->commit(/*durable=*/false);
+}
+
+static llvm::Error writeModelStates(const Model &model, DType type,
+                                    const std::string &folder) {
+  PickleBuilder b;
+  auto s = [&](llvm::StringRef text) { return b.string(text); };
+  // One flat storage per group, keyed in order of first use.
+  std::vector<std::string> keys(model.groups.size());
+  std::vector<PickleRef> storages(model.groups.size(), 0);
+  int next = 0;
+  std::vector<std::pair<PickleRef, PickleRef>> module;
+  for (const Param &param : model.params) {
+    if (!storages[param.group]) {
+      keys[param.group] = std::to_string(next++);
+      storages[param.group] =
+          b.storage(keys[param.group], type, model.padded[param.group]);
+    }
+    module.push_back(
+        {s(param.name), b.tensor(storages[param.group], param.offset,
+                                 param.shape, getStrides(param.shape), false)});
+  }
+  std::vector<PickleRef> shapes;
+  for (const std::vector<size_t> &group : model.groups) {
+    std::vector<std::pair<PickleRef, PickleRef>> items;
+    for (size_t p : group)
+      items.push_back({s(model.params[p].name), b.size(model.params[p].shape)});
+    shapes.push_back(b.dict(items, /*ordered=*/true));
+  }
+  // ZeRO-1 records no frozen parameters as None, ZeRO-2 as empty dicts.
+  auto frozen = [&] { return stage == 1 ? b.none() : b.dict({}, true); };
+  PickleRef root = b.dict({
+      {s("module"), b.dict(module, /*ordered=*/true)},
+      {s("buffer_names"), b.list({})},
+      {s("optimizer"), b.none()},
+      {s("param_shapes"), b.list(shapes)},
+      {s("frozen_param_shapes"), frozen()},
+      {s("shared_params"), b.dict({})},
+      {s("frozen_param_fragments"), frozen()},
+      {s("lr_scheduler"), b.none()},
+      {s("data_sampler"), b.none()},
+      {s("random_ltd"), b.none()},
+      {s("sparse_tensor_module_names"), b.set({})},
+      {s("skipped_steps"), b.integer(0)},
+      {s("global_steps"), b.integer(steps)},
+      {s("global_samples"), b.integer(steps * 2 * dp)},
+      {s("dp_world_size"), b.integer(dp)},
+      {s("mp_world_size"), b.integer(1)},
+      {s("checkpoint_parallel_dimensions"),
+       b.dict(
+           {{s("pp_degree"), b.integer(1)}, {s("tp_degree"), b.integer(1)}})},
+      {s("ds_config"), buildConfig(b)},
+      {s("ds_version"), s(kVersion)},
+  });
+  return writeFile(folder + "/mp_rank_00_model_states.pt", b.finish(root),
+                   [&](TorchFileWriter &writer) {
+                     for (size_t g = 0; g < model.groups.size(); ++g)
+                       fillFlat(model, g, State::Fp32, type,
+                                writer.getStorageData(keys[g]), 0, 0,
+                                model.padded[g]);
+                   });
+}
+
+/// The padding elements at the end of DP rank `rank`'s partition of group
+/// `g`.
+static int64_t getPadding(const Model &model, size_t g, int64_t rank) {
+  int64_t ps = model.partition(g), begin = rank * ps, real = 0;
+  for (size_t p : model.groups[g])
+    real += model.params[p].elements;
+  return std::clamp<int64_t>(begin + ps - std::max(real, begin), 0, ps);
+}
+
+/// What one storage of an optimizer file is filled with: `length`
+/// elements of `state` from the start of the rank's partition of `group`,
+/// or (length 0) the step.
+struct Fill {
+  std::string key;
+  size_t group;
+  State state;
+  int64_t length;
+};
+
+/// param_slice_mappings[g] of DP rank `rank`.
+static PickleRef buildSliceMappings(PickleBuilder &b, const Model &model,
+                                    size_t g, int64_t rank) {
+  int64_t ps = model.partition(g), begin = rank * ps;
+  std::vector<std::pair<PickleRef, PickleRef>> slices;
+  for (size_t p : model.groups[g]) {
+    const Param &param = model.params[p];
+    int64_t lo = std::max(begin, param.offset);
+    int64_t hi = std::min(begin + ps, param.offset + param.elements);
+    if (lo >= hi)
+      continue;
+    slices.push_back(
+        {b.string(param.name),
+         b.object("deepspeed.utils.tensor_fragment", "fragment_address",
+                  b.dict({{b.string("numel"), b.integer(hi - lo)},
+                          {b.string("start"), b.integer(lo - begin)}}))});
+  }
+  return b.dict(slices, /*ordered=*/true);
+}
+
+/// The torch optimizer's param group `g`.
+static PickleRef buildParamGroup(PickleBuilder &b, size_t g) {
+  auto s = [&](llvm::StringRef text) { return b.string(text); };
+  return b.dict({
+      {s("weight_decay"), b.number(g == 0 ? 0.01 : 0.0)},
+      {s("lr"), b.number(0.01)},
+      {s("betas"), b.list({b.number(0.9), b.number(0.95)})},
+      {s("eps"), b.number(1e-8)},
+      {s("amsgrad"), b.boolean(false)},
+      {s("foreach"), b.none()},
+      {s("maximize"), b.boolean(false)},
+      {s("capturable"), b.boolean(false)},
+      {s("params"), b.list({b.integer(g)})},
+  });
+}
+
+/// Writes DP rank `rank`'s optimizer file.
+static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
+                                        const std::string &path) {
+  PickleBuilder b;
+  auto s = [&](llvm::StringRef text) { return b.string(text); };
+  std::vector<Fill> fills;
+  auto newTensor = [&](size_t g, State state, int64_t length,
+                       bool requiresGrad = false) {
+    std::string key = std::to_string(fills.size());
+    fills.push_back({key, g, state, length});
+    Extents shape = length ? Extents{length} : Extents{};
+    return b.tensor(b.storage(key, DType::F32, std::max<int64_t>(length, 1)), 0,
+                    shape, getStrides(shape), requiresGrad);
+  };
+  std::vector<std::pair<PickleRef, PickleRef>> state;
+  std::vector<PickleRef> groups, fp32, paddings, counts, mappings;
+  for (size_t g = 0; g < model.groups.size(); ++g) {
+    int64_t ps = model.partition(g);
+    PickleRef step = newTensor(g, State::Fp32, 0);
+    PickleRef avg = newTensor(g, State::ExpAvg, ps);
+    PickleRef avgSq = newTensor(g, State::ExpAvgSq, ps);
+    state.push_back({b.integer(g), b.dict({{s("step"), step},
+                                           {s("exp_avg"), avg},
+                                           {s("exp_avg_sq"), avgSq}})});
+    groups.push_back(buildParamGroup(b, g));
+    paddings.push_back(b.integer(getPadding(model, g, rank)));
+    counts.push_back(b.integer(dp));
+    mappings.push_back(buildSliceMappings(b, model, g, rank));
+  }
+  // DeepSpeedZeroOptimizer saves the fp32 partitions (trainable, so they
+  // require grad) without padding.
+  for (size_t g = 0; g < model.groups.size(); ++g)
+    fp32.push_back(newTensor(g, State::Fp32,
+                             model.partition(g) - getPadding(model, g, rank),
+                             /*requiresGrad=*/true));
+  PickleRef scaler =
+      b.object("deepspeed.runtime.fp16.loss_scaler", "LossScaler",
+               b.dict({{s("cur_scale"), b.number(1.0)},
+                       {s("dynamic"), b.boolean(false)}}));
+  PickleRef optimizer = b.dict({
+      {s("loss_scaler"), scaler},
+      {s("dynamic_loss_scale"), b.boolean(false)},
+      {s("overflow"), b.boolean(false)},
+      {s("clip_grad"), b.number(1.0)},
+      {s("base_optimizer_state"),
+       b.dict(
+           {{s("state"), b.dict(state)}, {s("param_groups"), b.list(groups)}})},
+      {s("single_partition_of_fp32_groups"), b.list(fp32)},
+      {s("zero_stage"),
+       b.enumMember("deepspeed.runtime.zero.config", "ZeroStageEnum",
+                    stage == 1 ? "optimizer_states" : "gradients")},
+      {s("group_paddings"), b.list(paddings)},
+      {s("partition_count"), b.list(counts)},
+      {s("ds_version"), s(kVersion)},
+      {s("param_slice_mappings"), b.list(mappings)},
+  });
+  PickleRef root = b.dict({{s("optimizer_state_dict"), optimizer},
+                           {s("ds_config"), buildConfig(b)},
+                           {s("ds_version"), s(kVersion)}});
+  return writeFile(path, b.finish(root), [&](TorchFileWriter &writer) {
+    for (const Fill &fill : fills) {
+      char *data = writer.getStorageData(fill.key);
+      if (fill.length == 0) {
+        store(DType::F32, data, 0, float(steps));
+        continue;
+      }
+      int64_t begin = rank * model.partition(fill.group);
+      fillFlat(model, fill.group, fill.state, DType::F32, data, begin, begin,
+               begin + fill.length);
+    }
+  });
+}
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM init(argc, argv);
+  cl::ParseCommandLineOptions(argc, argv,
+                              "writes a DeepSpeed ZeRO-1/2 checkpoint of "
+                              "pseudo-random values\n");
+  if ((stage != 1 && stage != 2) || dp < 1 ||
+      (dtypeName != "bf16" && dtypeName != "fp32")) {
+    llvm::errs() << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp >= 1, "
+                    "--dtype bf16|fp32\n";
+    return 1;
+  }
+  DType type = dtypeName == "bf16" ? DType::BF16 : DType::F32;
+  Model model = buildModel();
+  std::string folder = outDir + "/" + tag;
+  if (std::error_code ec = llvm::sys::fs::create_directories(folder)) {
+    llvm::errs() << folder << ": " << ec.message() << "\n";
+    return 1;
+  }
+  std::string prefix = type == DType::BF16 ? "bf16_" : "";
+  llvm::DefaultThreadPool pool;
+  std::vector<llvm::Error> errors;
+  std::mutex mutex;
+  auto run = [&](std::function<llvm::Error()> write) {
+    pool.async([&, write] {
+      llvm::Error error = write();
+      std::lock_guard<std::mutex> lock(mutex);
+      errors.push_back(std::move(error));
+    });
+  };
+  run([&] { return writeModelStates(model, type, folder); });
+  for (int64_t r = 0; r < dp; ++r)
+    run([&, r] {
+      return writeOptimizerStates(model, r,
+                                  folder + "/" + prefix + "zero_pp_rank_" +
+                                      std::to_string(r) +
+                                      "_mp_rank_00_optim_states.pt");
+    });
+  pool.wait();
+  int status = 0;
+  for (llvm::Error &error : errors)
+    if (error) {
+      llvm::errs() << llvm::toString(std::move(error)) << "\n";
+      status = 1;
+    }
+  std::error_code ec;
+  llvm::raw_fd_ostream latest(outDir + "/latest", ec);
+  latest << tag;
+  int64_t total = 0;
+  for (const Param &param : model.params)
+    total += param.elements;
+  llvm::outs() << "ucp-make-deepspeed-checkpoint: " << model.params.size()
+               << " parameters, " << total << " elements, ZeRO-" << stage
+               << " DP " << dp << ", " << dtypeName << ", in " << folder
+               << "\n";
+  return status;
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/python3
+"""Checks a Universal checkpoint against the ZeRO-1/2 checkpoint it came from.
+
+    scripts/verify-universal.py CKPT/TAG UNIVERSAL
+
+A plain reference for ds-to-universal, written from DeepSpeed's rules and
+sharing no code with it: for every DP rank's optimizer file and parameter
+group, each parameter's fragment is the `fragment_address(numel, start)`
+slice of that rank's flat partitions (fp32 weights, exp_avg, exp_avg_sq);
+the fragments joined in DP order and reshaped to the parameter's shape must
+equal UNIVERSAL/zero/<name>/<state>.pt's `param`, bit for bit, and step.pt
+the group's step. Checkpoints without tensor parallelism only. Needs torch;
+DeepSpeed's classes are read as plain records.
+"""
+import glob
+import os
+import pickle
+import re
+import sys
+
+import torch
+
+
+class Record:
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+
+
+class RecordMeta(type):
+    def __getattr__(cls, member):  # getattr(ZeroStageEnum, "gradients")
+        return member
+
+
+class Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module.startswith("deepspeed"):
+            return RecordMeta(name, (Record,), {})
+        return super().find_class(module, name)
+
+
+def load(path):
+    # torch.load subclasses pickle.Unpickler when called, so the stand-ins
+    # go there (some builds ignore its pickle_module argument).
+    saved, pickle.Unpickler = pickle.Unpickler, Unpickler
+    try:
+        return torch.load(path, map_location="cpu")
+    finally:
+        pickle.Unpickler = saved
+
+
+def same_bits(a, b):
+    a, b = a.detach().reshape(-1), b.detach().reshape(-1)
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(
+        a.view(torch.uint8), b.view(torch.uint8))
+
+
+def main(checkpoint, universal):
+    files = glob.glob(os.path.join(checkpoint, "*zero_pp_rank_*_optim_states.pt"))
+    rank = re.compile(r"zero_pp_rank_(\d+)_mp_rank_00_optim_states\.pt$")
+    files.sort(key=lambda f: int(rank.search(f).group(1)))
+    model = load(os.path.join(checkpoint, "mp_rank_00_model_states.pt"))
+    shapes = {name: shape for group in model["param_shapes"]
+              for name, shape in group.items()}
+    fragments = {}  # (name, state) -> fragments in DP order
+    steps = {}
+    for path in files:
+        states = load(path)["optimizer_state_dict"]
+        base = states["base_optimizer_state"]["state"]
+        for g, mapping in enumerate(states["param_slice_mappings"]):
+            flat = {"fp32": states["single_partition_of_fp32_groups"][g],
+                    "exp_avg": base[g]["exp_avg"],
+                    "exp_avg_sq": base[g]["exp_avg_sq"]}
+            for name, address in mapping.items():
+                steps[name] = base[g]["step"]
+                for state, tensor in flat.items():
+                    fragments.setdefault((name, state), []).append(
+                        tensor.narrow(0, address.start, address.numel))
+    checked = 0
+    for (name, state), parts in sorted(fragments.items()):
+        expected = torch.cat(parts).reshape(shapes[name])
+        saved = load(os.path.join(universal, "zero", name, state + ".pt"))
+        if saved.get("cat_dim") != 0 or not same_bits(saved["param"], expected):
+            print(f"{name} {state}: differs from its fragments")
+            return 1
+        checked += 1
+    for name, step in steps.items():
+        saved = load(os.path.join(universal, "zero", name, "step.pt"))
+        if not same_bits(saved, step):
+            print(f"{name}: step.pt differs")
+            return 1
+    if checked != 3 * len(shapes):
+        print(f"{checked} tensors checked, expected {3 * len(shapes)}")
+        return 1
+    print(f"verified: {len(shapes)} parameters x 3 states and their steps "
+          "equal their fragments")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
