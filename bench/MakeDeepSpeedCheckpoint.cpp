@@ -212,13 +212,29 @@ static void fillFlat(const Model &model, size_t g, State state, DType type,
   }
 }
 
+/// A storage to write: its key, and how to fill a buffer of its bytes.
+struct StorageFill {
+  std::string key;
+  int64_t bytes;
+  std::function<void(char *)> fill;
+};
+
+/// Writes `document` to `path`, each storage filled into one buffer (reused,
+/// so memory holds the largest storage once) and written whole.
 static llvm::Error writeFile(const std::string &path,
                              const PickleDocument &document,
-                             llvm::function_ref<void(TorchFileWriter &)> fill) {
+                             llvm::ArrayRef<StorageFill> storages) {
   auto writer = TorchFileWriter::create(path, document);
   if (!writer)
     return writer.takeError();
-  fill(**writer);
+  std::vector<char> buffer;
+  for (const StorageFill &storage : storages) {
+    buffer.assign(storage.bytes, 0);
+    storage.fill(buffer.data());
+    if (llvm::Error error = (*writer)->writeStorage(
+            storage.key, {llvm::StringRef(buffer.data(), buffer.size())}))
+      return error;
+  }
   return (*writer)->commit(/*durable=*/false);
 }
 
@@ -273,13 +289,14 @@ static llvm::Error writeModelStates(const Model &model, DType type,
       {s("ds_config"), buildConfig(b)},
       {s("ds_version"), s(kVersion)},
   });
+  std::vector<StorageFill> fills;
+  for (size_t g = 0; g < model.groups.size(); ++g)
+    fills.push_back(
+        {keys[g], model.padded[g] * getElementSize(type), [&, g](char *data) {
+           fillFlat(model, g, State::Fp32, type, data, 0, 0, model.padded[g]);
+         }});
   return writeFile(folder + "/mp_rank_00_model_states.pt", b.finish(root),
-                   [&](TorchFileWriter &writer) {
-                     for (size_t g = 0; g < model.groups.size(); ++g)
-                       fillFlat(model, g, State::Fp32, type,
-                                writer.getStorageData(keys[g]), 0, 0,
-                                model.padded[g]);
-                   });
+                   fills);
 }
 
 /// The padding elements at the end of DP rank `rank`'s partition of group
@@ -396,18 +413,19 @@ static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
   PickleRef root = b.dict({{s("optimizer_state_dict"), optimizer},
                            {s("ds_config"), buildConfig(b)},
                            {s("ds_version"), s(kVersion)}});
-  return writeFile(path, b.finish(root), [&](TorchFileWriter &writer) {
-    for (const Fill &fill : fills) {
-      char *data = writer.getStorageData(fill.key);
-      if (fill.length == 0) {
-        store(DType::F32, data, 0, float(steps));
-        continue;
-      }
-      int64_t begin = rank * model.partition(fill.group);
-      fillFlat(model, fill.group, fill.state, DType::F32, data, begin, begin,
-               begin + fill.length);
-    }
-  });
+  std::vector<StorageFill> storages;
+  for (const Fill &fill : fills)
+    storages.push_back(
+        {fill.key, std::max<int64_t>(fill.length, 1) * 4, [&](char *data) {
+           if (fill.length == 0) {
+             store(DType::F32, data, 0, float(steps));
+             return;
+           }
+           int64_t begin = rank * model.partition(fill.group);
+           fillFlat(model, fill.group, fill.state, DType::F32, data, begin,
+                    begin, begin + fill.length);
+         }});
+  return writeFile(path, b.finish(root), storages);
 }
 
 int main(int argc, char **argv) {

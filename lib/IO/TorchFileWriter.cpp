@@ -36,25 +36,20 @@ constexpr uint16_t kDosDate = 0x21;
 /// Bit 11: names are UTF-8.
 constexpr uint16_t kUtf8Names = 0x0800;
 
-/// Little-endian writes at a cursor.
+/// Little-endian writes appended to a string.
 class Writer {
 public:
-  explicit Writer(char *at) : at(at) {}
+  explicit Writer(std::string &out) : out(out) {}
   template <typename T> void put(T value) {
-    llvm::support::endian::write<T, llvm::endianness::little>(at, value);
-    at += sizeof(T);
+    char bytes[sizeof(T)];
+    llvm::support::endian::write<T, llvm::endianness::little>(bytes, value);
+    out.append(bytes, sizeof(T));
   }
-  void bytes(StringRef data) {
-    std::memcpy(at, data.data(), data.size());
-    at += data.size();
-  }
-  void fill(char value, uint64_t count) {
-    std::memset(at, value, count);
-    at += count;
-  }
+  void bytes(StringRef data) { out.append(data.data(), data.size()); }
+  void fill(char value, uint64_t count) { out.append(count, value); }
 
 private:
-  char *at;
+  std::string &out;
 };
 
 /// Lays out `records` (sizes set) with or without zip64 records; returns
@@ -114,23 +109,62 @@ TorchFileWriter::create(StringRef path, const PickleDocument &document) {
     writer->zip64 = true;
     size = layOut(writer->records, true, writer->directoryOffset);
   }
-  Expected<std::unique_ptr<MappedOutputFile>> output =
-      MappedOutputFile::create(path, size);
+  writer->fileSize = size;
+  Expected<std::unique_ptr<OutputFile>> output = OutputFile::create(path);
   if (!output)
     return output.takeError();
+  if ((*output)->isStandardOutput())
+    return refuse("a torch.save file is written in place, so it needs a "
+                  "file, not standard output");
   writer->output = std::move(*output);
-  char *base = writer->output->getData();
-  std::memcpy(base + writer->records.front().dataOffset, pickle->data(),
-              pickle->size());
-  std::memcpy(base + writer->records.back().dataOffset, "3\n", 2);
+  if (llvm::Error error = writer->output->reserve(size))
+    return std::move(error);
+  if (llvm::Error error =
+          writer->writeRecord(writer->records.front(), {StringRef(*pickle)}))
+    return std::move(error);
+  if (llvm::Error error = writer->writeRecord(writer->records.back(), {"3\n"}))
+    return std::move(error);
   return writer;
 }
 
-char *TorchFileWriter::getStorageData(StringRef key) {
+llvm::Error TorchFileWriter::writeRecord(Record &record,
+                                         llvm::ArrayRef<StringRef> pieces) {
+  uint64_t size = 0;
+  for (StringRef piece : pieces)
+    size += piece.size();
+  if (size != record.size || record.crc)
+    return llvm::createStringError(
+        llvm::inconvertibleErrorCode(),
+        output->getPath() + ": record " + record.name +
+            (record.crc ? " written twice"
+                        : " of " + std::to_string(record.size) +
+                              " bytes given " + std::to_string(size)));
+  uint32_t crc = 0;
+  uint64_t offset = record.dataOffset;
+  // A chunk at a time, so that the write reads what the CRC just read
+  // from the cache rather than from memory again.
+  constexpr size_t kChunk = size_t(1) << 20;
+  for (StringRef piece : pieces)
+    for (size_t at = 0; at < piece.size(); at += kChunk) {
+      StringRef chunk = piece.substr(at, kChunk);
+      crc = crc32_z(crc, reinterpret_cast<const Bytef *>(chunk.data()),
+                    chunk.size());
+      if (llvm::Error error = output->writeAt(offset, chunk))
+        return error;
+      offset += chunk.size();
+    }
+  record.crc = crc;
+  return llvm::Error::success();
+}
+
+llvm::Error TorchFileWriter::writeStorage(StringRef key,
+                                          llvm::ArrayRef<StringRef> pieces) {
   auto it = storageRecords.find(key);
   if (it == storageRecords.end())
-    return nullptr;
-  return output->getData() + records[it->second].dataOffset;
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   output->getPath() + ": no storage '" + key +
+                                       "'");
+  return writeRecord(records[it->second], pieces);
 }
 
 llvm::Error TorchFileWriter::copyStoragesFrom(const TorchFile &source) {
@@ -143,26 +177,26 @@ llvm::Error TorchFileWriter::copyStoragesFrom(const TorchFile &source) {
           output->getPath() + ": storage '" + entry.first() + "' of " +
               std::to_string(record.size) + " bytes is not in " +
               source.getPath() + " at that size");
-    std::memcpy(output->getData() + record.dataOffset, bytes->data(),
-                record.size);
+    if (llvm::Error error = writeRecord(records[entry.second], {*bytes}))
+      return error;
   }
   return llvm::Error::success();
 }
 
-void TorchFileWriter::writeLocalHeader(const Record &record, uint32_t crc) {
-  char *base = output->getData();
+std::string TorchFileWriter::getLocalHeader(const Record &record) const {
   uint32_t size32 = zip64 ? kLimit32 : static_cast<uint32_t>(record.size);
   uint64_t extra = record.dataOffset - record.headerOffset - kLocalHeaderSize -
                    record.name.size();
   uint64_t padding = extra - (zip64 ? kLocalZip64Extra : 0) - kPaddingExtra;
-  Writer local(base + record.headerOffset);
+  std::string header;
+  Writer local(header);
   local.put<uint32_t>(0x04034b50);
   local.put<uint16_t>(zip64 ? 45 : 20);
   local.put<uint16_t>(kUtf8Names);
   local.put<uint16_t>(0); // Stored.
   local.put<uint16_t>(0);
   local.put<uint16_t>(kDosDate);
-  local.put<uint32_t>(crc);
+  local.put<uint32_t>(*record.crc);
   local.put<uint32_t>(size32);
   local.put<uint32_t>(size32);
   local.put<uint16_t>(static_cast<uint16_t>(record.name.size()));
@@ -177,86 +211,94 @@ void TorchFileWriter::writeLocalHeader(const Record &record, uint32_t crc) {
   local.put<uint16_t>(0x4246);
   local.put<uint16_t>(static_cast<uint16_t>(padding));
   local.fill('Z', padding);
+  return header;
 }
 
-void TorchFileWriter::writeDirectory(llvm::ArrayRef<uint32_t> crcs) {
+/// The central directory's entry of `record`.
+static void writeCentralEntry(Writer &central,
+                              const TorchFileWriter::Record &record,
+                              bool zip64) {
   uint16_t version = zip64 ? 45 : 20;
-  Writer central(output->getData() + directoryOffset);
-  for (auto [record, crc] : llvm::zip(records, crcs)) {
-    central.put<uint32_t>(0x02014b50);
-    central.put<uint16_t>(version);
-    central.put<uint16_t>(version);
-    central.put<uint16_t>(kUtf8Names);
-    central.put<uint16_t>(0);
-    central.put<uint16_t>(0);
-    central.put<uint16_t>(kDosDate);
-    central.put<uint32_t>(crc);
-    uint32_t size32 = zip64 ? kLimit32 : static_cast<uint32_t>(record.size);
-    central.put<uint32_t>(size32);
-    central.put<uint32_t>(size32);
-    central.put<uint16_t>(static_cast<uint16_t>(record.name.size()));
-    central.put<uint16_t>(zip64 ? kCentralZip64Extra : 0);
-    central.put<uint16_t>(0); // Comment.
-    central.put<uint16_t>(0); // Disk.
-    central.put<uint16_t>(0); // Internal attributes.
-    central.put<uint32_t>(0); // External attributes.
-    central.put<uint32_t>(zip64 ? kLimit32
-                                : static_cast<uint32_t>(record.headerOffset));
-    central.bytes(record.name);
-    if (zip64) {
-      central.put<uint16_t>(0x0001);
-      central.put<uint16_t>(24);
-      central.put<uint64_t>(record.size);
-      central.put<uint64_t>(record.size);
-      central.put<uint64_t>(record.headerOffset);
-    }
+  central.put<uint32_t>(0x02014b50);
+  central.put<uint16_t>(version);
+  central.put<uint16_t>(version);
+  central.put<uint16_t>(kUtf8Names);
+  central.put<uint16_t>(0);
+  central.put<uint16_t>(0);
+  central.put<uint16_t>(kDosDate);
+  central.put<uint32_t>(*record.crc);
+  uint32_t size32 = zip64 ? kLimit32 : static_cast<uint32_t>(record.size);
+  central.put<uint32_t>(size32);
+  central.put<uint32_t>(size32);
+  central.put<uint16_t>(static_cast<uint16_t>(record.name.size()));
+  central.put<uint16_t>(zip64 ? kCentralZip64Extra : 0);
+  central.put<uint16_t>(0); // Comment.
+  central.put<uint16_t>(0); // Disk.
+  central.put<uint16_t>(0); // Internal attributes.
+  central.put<uint32_t>(0); // External attributes.
+  central.put<uint32_t>(zip64 ? kLimit32
+                              : static_cast<uint32_t>(record.headerOffset));
+  central.bytes(record.name);
+  if (zip64) {
+    central.put<uint16_t>(0x0001);
+    central.put<uint16_t>(24);
+    central.put<uint64_t>(record.size);
+    central.put<uint64_t>(record.size);
+    central.put<uint64_t>(record.headerOffset);
   }
 }
 
-void TorchFileWriter::writeDirectoryEnd() {
-  uint64_t directoryEnd =
-      output->getSize() - kEndSize - (zip64 ? kEnd64Size + kLocatorSize : 0);
-  uint64_t directorySize = directoryEnd - directoryOffset;
-  Writer end(output->getData() + directoryEnd);
+std::string TorchFileWriter::getDirectory() const {
+  std::string directory;
+  Writer central(directory);
+  for (const Record &record : records)
+    writeCentralEntry(central, record, zip64);
+  uint64_t directorySize = directory.size();
+  uint64_t directoryEnd = directoryOffset + directorySize;
   if (zip64) {
-    end.put<uint32_t>(0x06064b50);
-    end.put<uint64_t>(kEnd64Size - 12);
-    end.put<uint16_t>(45);
-    end.put<uint16_t>(45);
-    end.put<uint32_t>(0);
-    end.put<uint32_t>(0);
-    end.put<uint64_t>(records.size());
-    end.put<uint64_t>(records.size());
-    end.put<uint64_t>(directorySize);
-    end.put<uint64_t>(directoryOffset);
-    end.put<uint32_t>(0x07064b50);
-    end.put<uint32_t>(0);
-    end.put<uint64_t>(directoryEnd);
-    end.put<uint32_t>(1);
+    central.put<uint32_t>(0x06064b50);
+    central.put<uint64_t>(kEnd64Size - 12);
+    central.put<uint16_t>(45);
+    central.put<uint16_t>(45);
+    central.put<uint32_t>(0);
+    central.put<uint32_t>(0);
+    central.put<uint64_t>(records.size());
+    central.put<uint64_t>(records.size());
+    central.put<uint64_t>(directorySize);
+    central.put<uint64_t>(directoryOffset);
+    central.put<uint32_t>(0x07064b50);
+    central.put<uint32_t>(0);
+    central.put<uint64_t>(directoryEnd);
+    central.put<uint32_t>(1);
   }
-  end.put<uint32_t>(0x06054b50);
-  end.put<uint16_t>(0);
-  end.put<uint16_t>(0);
+  central.put<uint32_t>(0x06054b50);
+  central.put<uint16_t>(0);
+  central.put<uint16_t>(0);
   uint16_t entries = zip64 ? 0xFFFF : static_cast<uint16_t>(records.size());
-  end.put<uint16_t>(entries);
-  end.put<uint16_t>(entries);
-  end.put<uint32_t>(zip64 ? kLimit32 : static_cast<uint32_t>(directorySize));
-  end.put<uint32_t>(zip64 ? kLimit32 : static_cast<uint32_t>(directoryOffset));
-  end.put<uint16_t>(0);
+  central.put<uint16_t>(entries);
+  central.put<uint16_t>(entries);
+  central.put<uint32_t>(zip64 ? kLimit32
+                              : static_cast<uint32_t>(directorySize));
+  central.put<uint32_t>(zip64 ? kLimit32
+                              : static_cast<uint32_t>(directoryOffset));
+  central.put<uint16_t>(0);
+  return directory;
 }
 
 llvm::Error TorchFileWriter::commit(bool durable) {
-  const char *base = output->getData();
-  std::vector<uint32_t> crcs;
   for (const Record &record : records) {
-    crcs.push_back(
-        crc32_z(0, reinterpret_cast<const Bytef *>(base + record.dataOffset),
-                record.size));
-    writeLocalHeader(record, crcs.back());
+    if (!record.crc)
+      return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                     output->getPath() + ": record " +
+                                         record.name + " was never written");
+    if (llvm::Error error =
+            output->writeAt(record.headerOffset, getLocalHeader(record)))
+      return error;
   }
-  writeDirectory(crcs);
-  writeDirectoryEnd();
-  if (llvm::Error error = output->flush(durable))
+  std::string directory = getDirectory();
+  assert(directoryOffset + directory.size() == fileSize &&
+         "the directory ends the file");
+  if (llvm::Error error = output->writeAt(directoryOffset, directory))
     return error;
-  return output->commit();
+  return output->commit(durable);
 }

@@ -164,3 +164,43 @@ ParamMap ucp::getFullTensorMap(const ParamMap &map) {
   }
   return full;
 }
+
+std::optional<std::vector<ContiguousRun>>
+ucp::getContiguousRuns(const CopyProgram &program, int64_t target) {
+  if (!program.fills.empty() || program.targetElements.size() != 1 ||
+      !program.targetElements.count(target))
+    return std::nullopt;
+  // (target offset, run)
+  std::vector<std::pair<int64_t, ContiguousRun>> runs;
+  for (const BufferPairCopies &pair : program.pairs)
+    for (const StridedCopy &copy : pair.copies) {
+      int64_t elements = 1;
+      for (size_t d = 0; d < copy.shape.size(); ++d) {
+        // Contiguous: each dimension's stride is the extent of the ones
+        // inside it, on both sides (a size-1 dimension has any stride).
+        size_t inner = copy.shape.size() - 1 - d;
+        if (copy.shape[inner] != 1 && (copy.source.strides[inner] != elements ||
+                                       copy.target.strides[inner] != elements))
+          return std::nullopt;
+        elements *= copy.shape[inner];
+      }
+      if (copy.factor != 1.0)
+        return std::nullopt;
+      if (elements > 0)
+        runs.push_back({copy.target.offset,
+                        {pair.sourceBuffer, copy.source.offset, elements}});
+    }
+  llvm::sort(runs,
+             [](const auto &a, const auto &b) { return a.first < b.first; });
+  std::vector<ContiguousRun> ordered;
+  int64_t next = 0;
+  for (const auto &[offset, run] : runs) {
+    if (offset != next)
+      return std::nullopt; // A gap, or an overlap.
+    ordered.push_back(run);
+    next += run.elements;
+  }
+  if (next != program.targetElements.at(target))
+    return std::nullopt;
+  return ordered;
+}

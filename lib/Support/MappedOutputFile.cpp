@@ -15,18 +15,6 @@ static llvm::Error refuse(llvm::StringRef path, const llvm::Twine &why) {
                                  path + ": " + why.str());
 }
 
-/// Allocates the blocks of the first `size` bytes of `fd` where the file
-/// system can: a file written through a mapping that runs out of space
-/// would otherwise end the process with SIGBUS in the middle of the run.
-static std::error_code reserveBlocks(int fd, uint64_t size) {
-#if defined(__linux__)
-  if (::fallocate(fd, 0, 0, static_cast<off_t>(size)) != 0 &&
-      errno != EOPNOTSUPP && errno != ENOSYS)
-    return std::error_code(errno, std::generic_category());
-#endif
-  return {};
-}
-
 llvm::Expected<std::unique_ptr<MappedOutputFile>>
 MappedOutputFile::create(llvm::StringRef path, uint64_t size) {
   auto file = std::unique_ptr<MappedOutputFile>(new MappedOutputFile());
@@ -38,22 +26,16 @@ MappedOutputFile::create(llvm::StringRef path, uint64_t size) {
                         "needs a file, not standard output");
   file->output = std::move(*output);
   file->size = size;
-  int fd = file->output->getDescriptor();
-  std::string failed;
-  std::error_code ec = fs::resize_file(fd, size);
-  if (ec)
-    failed = "cannot size the output";
-  if (!ec && (ec = reserveBlocks(fd, size)))
-    failed = "cannot reserve " + std::to_string(size) + " bytes for the output";
-  if (!ec && size > 0) {
+  if (llvm::Error error = file->output->reserve(size))
+    return std::move(error);
+  if (size > 0) {
+    std::error_code ec;
     file->region = std::make_unique<fs::mapped_file_region>(
-        fs::convertFDToNativeFile(fd), fs::mapped_file_region::readwrite, size,
-        0, ec);
+        fs::convertFDToNativeFile(file->output->getDescriptor()),
+        fs::mapped_file_region::readwrite, size, 0, ec);
     if (ec)
-      failed = "cannot map the output";
+      return refuse(path, "cannot map the output: " + ec.message());
   }
-  if (ec)
-    return refuse(path, failed + ": " + ec.message());
   return file;
 }
 

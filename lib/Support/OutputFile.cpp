@@ -169,6 +169,33 @@ llvm::raw_ostream &OutputFile::os() {
   return *stream;
 }
 
+llvm::Error OutputFile::reserve(uint64_t size) {
+  if (std::error_code ec = fs::resize_file(descriptor, size))
+    return refuse(path, "cannot size the output: " + ec.message());
+#if defined(__linux__)
+  if (::fallocate(descriptor, 0, 0, static_cast<off_t>(size)) != 0 &&
+      errno != EOPNOTSUPP && errno != ENOSYS)
+    return refuse(path, "cannot reserve " + std::to_string(size) +
+                            " bytes for the output: " + std::strerror(errno));
+#endif
+  return llvm::Error::success();
+}
+
+llvm::Error OutputFile::writeAt(uint64_t offset, llvm::StringRef bytes) {
+  while (!bytes.empty()) {
+    ssize_t written = ::pwrite(descriptor, bytes.data(), bytes.size(),
+                               static_cast<off_t>(offset));
+    if (written < 0 && errno == EINTR)
+      continue;
+    if (written <= 0)
+      return refuse(path, std::string("cannot write: ") +
+                              std::strerror(written < 0 ? errno : ENOSPC));
+    bytes = bytes.drop_front(written);
+    offset += written;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error OutputFile::commit(bool durable) {
   if (isStandardOutput()) {
     llvm::outs().flush();
@@ -226,8 +253,16 @@ static std::error_code syncPath(llvm::StringRef path, int flags) {
                      : std::error_code(error, std::generic_category());
 }
 
-std::error_code ucp::syncFile(llvm::StringRef path) {
-  return syncPath(path, O_RDONLY);
+/// Waits until the file system holding `path` is on disk.
+static std::error_code syncFileSystem(llvm::StringRef path) {
+  int fd = ::open(path.str().c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return std::error_code(errno, std::generic_category());
+  int result = ::syncfs(fd);
+  int error = errno;
+  ::close(fd);
+  return result == 0 ? std::error_code()
+                     : std::error_code(error, std::generic_category());
 }
 
 std::error_code ucp::syncFolder(llvm::StringRef folder) {
@@ -281,7 +316,7 @@ OutputFolder::~OutputFolder() {
 
 llvm::Error OutputFolder::commit(bool durable) {
   if (durable)
-    if (std::error_code ec = syncFolder(temporary))
+    if (std::error_code ec = syncFileSystem(temporary))
       return refuse(path, "cannot write to disk: " + ec.message());
   // rename(2) onto an existing empty folder would succeed: check again.
   if (fs::exists(path))

@@ -254,7 +254,7 @@ Error UniversalConverter::writeCopied(const PickleDocument &document,
     return writer.takeError();
   if (Error error = (*writer)->copyStoragesFrom(source))
     return error;
-  if (Error error = (*writer)->commit(options.syncOutputs))
+  if (Error error = (*writer)->commit(/*durable=*/false))
     return error;
   ++filesWritten;
   return Error::success();
@@ -302,6 +302,32 @@ Error UniversalConverter::writeStep(const ParamPlan &plan,
   return writeCopied(document, source, file);
 }
 
+/// Writes the merged tensor of `program` (target buffer 0, `bytes` long,
+/// from the fragments `shards`) as storage 0 of `writer`: straight from the
+/// mapped inputs where it only concatenates runs of them, else executed
+/// into a buffer of the thread's, kept for its next tensor.
+static Error writeTensor(const CopyProgram &program,
+                         const std::map<int64_t, const char *> &shards,
+                         int64_t bytes, TorchFileWriter &writer) {
+  if (std::optional<std::vector<ContiguousRun>> runs =
+          getContiguousRuns(program, 0)) {
+    std::vector<llvm::StringRef> pieces;
+    for (const ContiguousRun &run : *runs)
+      pieces.push_back({shards.at(run.sourceBuffer) + run.sourceOffset * 4,
+                        static_cast<size_t>(run.elements * 4)});
+    return writer.writeStorage(kStateStorageKey, pieces);
+  }
+  static thread_local std::vector<char> scratch;
+  scratch.resize(bytes);
+  ProgramBuffers buffers;
+  for (const auto &[rank, data] : shards)
+    buffers.sources[rank] = data;
+  buffers.targets[0] = scratch.data();
+  executeOnCpu(program, buffers, DType::F32, /*threads=*/1);
+  return writer.writeStorage(kStateStorageKey,
+                             {llvm::StringRef(scratch.data(), bytes)});
+}
+
 Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
                                      llvm::StringRef folder) {
   const DeepSpeedParam &param = *plan.param;
@@ -328,23 +354,21 @@ Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
       TorchFileWriter::create(file, *document);
   if (!writer)
     return writer.takeError();
-  ProgramBuffers buffers;
   std::map<int64_t, const char *> shards;
-  for (int64_t rank = 0; rank < ranks; ++rank) {
-    const char *data = checkpoint.getFragment(param, rank, state).data;
-    buffers.sources[rank] = data;
-    shards[rank] = data;
-  }
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    shards[rank] = checkpoint.getFragment(param, rank, state).data;
   // The converter asserts that replicated TP shards are equal; so do we.
   if (Error error = checkReplicas(param.map, shards, 4))
     return refuse("parameter '" + param.name + "', " + getStateName(state) +
                   ": " + llvm::toString(std::move(error)));
-  buffers.targets[0] = (*writer)->getStorageData(kStateStorageKey);
-  executeOnCpu(*plan.programs[s], buffers, DType::F32, /*threads=*/1);
+  if (Error error =
+          writeTensor(*plan.programs[s], shards, plan.bytes, **writer))
+    return error;
   for (int64_t rank = 0; rank < ranks; ++rank)
     checkpoint.getOptimizerFile(rank).releasePages(
         shards[rank], param.slices[rank].count * 4);
-  if (Error error = (*writer)->commit(options.syncOutputs))
+  // On disk with the whole folder (OutputFolder::commit).
+  if (Error error = (*writer)->commit(/*durable=*/false))
     return error;
   bytesWritten += plan.bytes;
   ++filesWritten;
@@ -388,9 +412,6 @@ Error UniversalConverter::copyModelFiles(llvm::StringRef folder) {
     if (std::error_code ec = fs::copy_file(model->getPath(), file))
       return refuse(file + ": cannot copy " + model->getPath() + ": " +
                     ec.message());
-    if (options.syncOutputs)
-      if (std::error_code ec = syncFile(file))
-        return refuse(file + ": cannot write to disk: " + ec.message());
     ++filesWritten;
   }
   return Error::success();
@@ -409,8 +430,8 @@ Error UniversalConverter::write(llvm::StringRef folder) {
     return refuse(zero + ": cannot create: " + ec.message());
   bool steps = checkpoint.getZeroStage() < 3;
   // States (and steps), the optimizer state, model states and the maps.
-  filesTotal = plans.size() * (steps ? 4 : 3) + 2 +
-               checkpoint.getModelFiles().size();
+  filesTotal =
+      plans.size() * (steps ? 4 : 3) + 2 + checkpoint.getModelFiles().size();
   if (Error error = writeStates(folder))
     return error;
   for (const ParamPlan &plan : plans)
@@ -437,20 +458,10 @@ Error UniversalConverter::write(llvm::StringRef folder) {
   if (!document)
     return document.takeError();
   writeMapDocument(maps, (*document)->os());
-  if (Error error = (*document)->commit(options.syncOutputs))
+  if (Error error = (*document)->commit(/*durable=*/false))
     return error;
   ++filesWritten;
   reportProgress(true);
-  if (!options.syncOutputs)
-    return Error::success();
-  for (const ParamPlan &plan : plans) {
-    llvm::SmallString<256> dir(zero);
-    path::append(dir, plan.param->name);
-    if (std::error_code ec = syncFolder(dir))
-      return refuse(dir + ": cannot write to disk: " + ec.message());
-  }
-  if (std::error_code ec = syncFolder(zero))
-    return refuse(zero + ": cannot write to disk: " + ec.message());
   return Error::success();
 }
 

@@ -72,10 +72,31 @@ TEST(TorchFileWriter, WritesWhatTheReaderReadsBack) {
   float values[10];
   for (int i = 0; i < 10; ++i)
     values[i] = static_cast<float>(i) + 0.5f;
-  std::memcpy((*writer)->getStorageData("0"), values, sizeof values);
+  // Storage "0" in two pieces, "1" whole.
+  llvm::StringRef bytes(reinterpret_cast<const char *>(values), sizeof values);
+  ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage(
+      "0", {bytes.take_front(12), bytes.drop_front(12)})));
   uint16_t halves[4] = {0x3f80, 0x4000, 0xbf00, 0x4040};
-  std::memcpy((*writer)->getStorageData("1"), halves, sizeof halves);
-  EXPECT_EQ((*writer)->getStorageData("2"), nullptr);
+  // A storage cannot be written twice, nor with the wrong size, nor be one
+  // the document lacks; an unwritten storage fails the commit.
+  auto fails = [](llvm::Error error) {
+    bool failed = static_cast<bool>(error);
+    llvm::consumeError(std::move(error));
+    return failed;
+  };
+  EXPECT_TRUE(fails((*writer)->writeStorage("0", {bytes})));
+  EXPECT_TRUE(fails((*writer)->writeStorage("2", {bytes})));
+  EXPECT_TRUE(fails((*writer)->writeStorage("1", {bytes.take_front(6)})));
+  llvm::Error unwritten = (*writer)->commit(false);
+  ASSERT_TRUE(static_cast<bool>(unwritten));
+  EXPECT_NE(llvm::toString(std::move(unwritten)).find("never written"),
+            std::string::npos);
+  writer = TorchFileWriter::create(path, document);
+  ASSERT_TRUE(static_cast<bool>(writer)) << llvm::toString(writer.takeError());
+  ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage("0", {bytes})));
+  ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage(
+      "1", {llvm::StringRef(reinterpret_cast<const char *>(halves),
+                            sizeof halves)})));
   ASSERT_FALSE(static_cast<bool>((*writer)->commit(false)));
 
   llvm::Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
@@ -113,7 +134,9 @@ TEST(TorchFileWriter, ManyRecordsTakeTheZip64Path) {
   ASSERT_TRUE(static_cast<bool>(writer)) << llvm::toString(writer.takeError());
   for (int i = 0; i < 70000; ++i) {
     int32_t value = i * 3;
-    std::memcpy((*writer)->getStorageData(std::to_string(i)), &value, 4);
+    ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage(
+        std::to_string(i),
+        {llvm::StringRef(reinterpret_cast<const char *>(&value), 4)})));
   }
   ASSERT_FALSE(static_cast<bool>((*writer)->commit(false)));
   llvm::Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);

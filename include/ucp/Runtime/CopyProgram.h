@@ -89,6 +89,22 @@ llvm::Error checkFactors(const CopyProgram &program, DType type,
 /// buffer.
 TransferPlan getExecutablePlan(const TransferPlan &plan, int scalePower = 1);
 
+/// One contiguous run of a program that only concatenates: `elements`
+/// from `sourceOffset` of source buffer `sourceBuffer`.
+struct ContiguousRun {
+  int64_t sourceBuffer = 0;
+  int64_t sourceOffset = 0;
+  int64_t elements = 0;
+};
+
+/// Returns the runs that, one after the other, make up target buffer
+/// `target`, if `program` writes nothing else and writes it only by
+/// unscaled copies of contiguous runs that tile it in order, with no fill:
+/// then the target can be written straight from the sources (a file by
+/// pwrite from mapped inputs) without executing into memory first.
+std::optional<std::vector<ContiguousRun>>
+getContiguousRuns(const CopyProgram &program, int64_t target);
+
 /// Returns the map of F itself: one rank holding all of it (for a padded
 /// vocabulary, its real rows only). Extract composes this map into a
 /// target; rebuild composes a source into it.

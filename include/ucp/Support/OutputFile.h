@@ -51,6 +51,13 @@ public:
   /// Whether this writes standard output.
   bool isStandardOutput() const { return path == "-"; }
 
+  /// Sizes the file to `size` bytes and allocates its blocks where the
+  /// file system can, so that a full disk is an error now rather than
+  /// halfway through the writes (or SIGBUS through a mapping).
+  llvm::Error reserve(uint64_t size);
+  /// Writes `bytes` at `offset` of the file (not standard output).
+  llvm::Error writeAt(uint64_t offset, llvm::StringRef bytes);
+
   /// Closes the file and renames it into place. With `durable`, waits first
   /// until its data is on disk, so that a crash after the rename cannot
   /// leave an empty or partial file under the final name.
@@ -94,8 +101,9 @@ public:
 
   /// Where the outputs go until commit().
   llvm::StringRef getTemporaryPath() const { return temporary; }
-  /// Renames the folder into place; with `durable`, once its entries and
-  /// the rename are on disk (the files in it must have been synced).
+  /// Renames the folder into place; with `durable`, once everything in it
+  /// and the rename are on disk (one syncfs of its file system: a single
+  /// wait for every file, rather than one per file).
   llvm::Error commit(bool durable = false);
 
 private:
@@ -104,9 +112,6 @@ private:
   std::string temporary;
   bool committed = false;
 };
-
-/// Waits until the data of the file `path` is on disk.
-std::error_code syncFile(llvm::StringRef path);
 
 /// Waits until the entries of `folder` (files renamed into it, folders
 /// created in it) are on disk.

@@ -1,0 +1,148 @@
+#!/usr/bin/python3
+"""Times ds-to-universal on a generated checkpoint against the copy floor.
+
+    bench/universal-bench.py [--work DIR] [--layers 20 --hidden 1024
+        --ffn 2816 --vocab 32000] [--dp 2] [--repetitions 3]
+        [--deepspeed DS_TO_UNIVERSAL.py]
+
+Generates a bf16, AdamW, ZeRO-2 checkpoint with ucp-make-deepspeed-checkpoint
+(by default 318M parameters at DP 2, 4.4 GB), then runs, in turns, on a
+warm page cache:
+
+  copy floor   cp -r of the checkpoint folder, then sync: every byte read
+               and written once, which no converter can beat
+  affine-run   affine-run ds-to-universal (its outputs synced to disk)
+  DeepSpeed    with --deepspeed, DeepSpeed's ds_to_universal.py, then sync
+
+and prints, per command, the median wall time, its ratio to the copy floor
+of the same run, the peak resident memory of the process and its children,
+and the peak extra disk: the most the free space fell below what it was at
+the start, less the size of the final output (so, the temporary files).
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
+                   "bin")
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--work", default="/tmp/ucp-universal-bench")
+parser.add_argument("--layers", type=int, default=20)
+parser.add_argument("--hidden", type=int, default=1024)
+parser.add_argument("--ffn", type=int, default=2816)
+parser.add_argument("--vocab", type=int, default=32000)
+parser.add_argument("--dp", type=int, default=2)
+parser.add_argument("--repetitions", type=int, default=3)
+parser.add_argument("--deepspeed", help="DeepSpeed's ds_to_universal.py")
+parser.add_argument("--python", default="/usr/bin/python3",
+                    help="the Python that runs DeepSpeed's converter")
+parser.add_argument("--deepspeed-pythonpath", default="",
+                    help="PYTHONPATH entries DeepSpeed's converter needs "
+                    "(its dependencies), for its run only")
+args = parser.parse_args()
+
+
+def folder_bytes(root):
+    total = 0
+    for folder, _, names in os.walk(root):
+        total += sum(os.path.getsize(os.path.join(folder, n)) for n in names)
+    return total
+
+
+def free_bytes(path):
+    stat = os.statvfs(path)
+    return stat.f_bavail * stat.f_frsize
+
+
+def measure(command, output, env=None):
+    """Runs `command`; returns (seconds, peak RSS bytes, extra disk bytes)."""
+    start_free = free_bytes(args.work)
+    lowest = [start_free]
+    done = threading.Event()
+
+    def watch():
+        while not done.is_set():
+            lowest[0] = min(lowest[0], free_bytes(args.work))
+            time.sleep(0.02)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    start = time.perf_counter()
+    log = os.path.join(args.work, "stderr.log")
+    with open(log, "w") as errors:
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL,
+                                   stderr=errors)
+        _, status, usage = os.wait4(process.pid, 0)
+    seconds = time.perf_counter() - start
+    done.set()
+    watcher.join()
+    if status != 0:
+        sys.exit(f"{' '.join(command)} failed ({status}):\n" + open(log).read())
+    lowest[0] = min(lowest[0], free_bytes(args.work))
+    extra = (start_free - lowest[0]) - folder_bytes(output)
+    return seconds, usage.ru_maxrss * 1024, max(extra, 0)
+
+
+def main():
+    os.makedirs(args.work, exist_ok=True)
+    checkpoint = os.path.join(args.work, "checkpoint")
+    if not os.path.isdir(checkpoint):
+        subprocess.run([os.path.join(BIN, "ucp-make-deepspeed-checkpoint"),
+                        "--out", checkpoint, "--dp", str(args.dp),
+                        "--stage", "2", "--dtype", "bf16",
+                        "--layers", str(args.layers), "--hidden",
+                        str(args.hidden), "--ffn", str(args.ffn),
+                        "--vocab", str(args.vocab)], check=True)
+    source = os.path.join(checkpoint, "step3")
+    size = folder_bytes(source)
+    out = os.path.join(args.work, "out")
+    commands = {
+        "copy floor": lambda o: ["sh", "-c", f'cp -r "{source}" "{o}" && sync'],
+        "affine-run": lambda o: [os.path.join(BIN, "affine-run"),
+                                 "ds-to-universal", "--quiet",
+                                 "--inject_missing_state", "--input_folder",
+                                 source, "--output_folder", o],
+    }
+    env = None
+    if args.deepspeed:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(args.deepspeed))))
+        env = dict(os.environ, DS_ACCELERATOR="cpu")
+        extra = args.deepspeed_pythonpath
+        env["PYTHONPATH"] = ":".join(p for p in (root, extra) if p)
+        commands["DeepSpeed"] = lambda o: [
+            "sh", "-c", f'"{args.python}" "{args.deepspeed}" --input_folder '
+            f'"{source}" --output_folder "{o}" --inject_missing_state && sync']
+    # Warm the page cache, as every run after the first sees it.
+    subprocess.run(["cat"] + [os.path.join(source, f) for f in os.listdir(source)],
+                   stdout=subprocess.DEVNULL, check=True)
+    samples = {name: [] for name in commands}
+    for _ in range(args.repetitions):
+        for name, command in commands.items():
+            shutil.rmtree(out, ignore_errors=True)
+            os.makedirs(out)
+            target = os.path.join(out, "step3_universal")
+            os.sync()  # The last run's deletions are not charged to this one.
+            samples[name].append(measure(command(target), target,
+                                         env if name == "DeepSpeed" else None))
+        shutil.rmtree(out, ignore_errors=True)
+    floor = statistics.median(s[0] for s in samples["copy floor"])
+    print(f"checkpoint: {size / 1e9:.2f} GB in {source}, "
+          f"{args.repetitions} runs each, medians")
+    print(f"{'command':<12} {'wall s':>8} {'x floor':>8} {'peak RSS MB':>12} "
+          f"{'extra disk MB':>14}")
+    for name, runs in samples.items():
+        wall = statistics.median(r[0] for r in runs)
+        rss = max(r[1] for r in runs)
+        extra = max(r[2] for r in runs)
+        print(f"{name:<12} {wall:8.2f} {wall / floor:8.2f} {rss / 1e6:12.0f} "
+              f"{extra / 1e6:14.0f}")
+
+
+main()
