@@ -2,7 +2,8 @@
 //
 //   ucp-make-deepspeed-checkpoint --out DIR [--tag step3] [--dp 2]
 //       [--stage 2] [--dtype bf16] [--hidden 1024 --layers 20 --ffn 2816
-//       --vocab 32000 | --like CKPT/TAG] [--steps 3] [--seed 1]
+//       --vocab 32000 | --like CKPT/TAG] [--bf16-optimizer] [--steps 3]
+//       [--seed 1]
 //
 // Writes DIR/TAG as DeepSpeed's save_checkpoint writes a ZeRO-1/2 run
 // without tensor parallelism, and DIR/latest: the same files, keys, objects
@@ -51,6 +52,10 @@ static cl::opt<int64_t> ffn("ffn", cl::init(2816));
 static cl::opt<int64_t> vocab("vocab", cl::init(32000));
 static cl::opt<std::string>
     like("like", cl::desc("take the parameters of this checkpoint (CKPT/TAG)"));
+static cl::opt<bool> bf16Optimizer(
+    "bf16-optimizer",
+    cl::desc("write BF16_Optimizer's files (bf16 with ZeRO-1 and fp32 "
+             "gradient accumulation): fewer keys, padded fp32 partitions"));
 static cl::opt<int64_t> steps("steps", cl::desc("optimizer steps"),
                               cl::init(3));
 static cl::opt<uint64_t> seed("seed", cl::init(1));
@@ -383,33 +388,37 @@ static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
     counts.push_back(b.integer(dp));
     mappings.push_back(buildSliceMappings(b, model, g, rank));
   }
-  // DeepSpeedZeroOptimizer saves the fp32 partitions (trainable, so they
-  // require grad) without padding.
+  // The fp32 partitions (trainable, so they require grad): without their
+  // padding, but for BF16_Optimizer's.
   for (size_t g = 0; g < model.groups.size(); ++g)
-    fp32.push_back(newTensor(g, State::Fp32,
-                             model.partition(g) - getPadding(model, g, rank),
-                             /*requiresGrad=*/true));
+    fp32.push_back(newTensor(
+        g, State::Fp32,
+        model.partition(g) - (bf16Optimizer ? 0 : getPadding(model, g, rank)),
+        /*requiresGrad=*/true));
   PickleRef scaler =
       b.object("deepspeed.runtime.fp16.loss_scaler", "LossScaler",
                b.dict({{s("cur_scale"), b.number(1.0)},
                        {s("dynamic"), b.boolean(false)}}));
-  PickleRef optimizer = b.dict({
-      {s("loss_scaler"), scaler},
-      {s("dynamic_loss_scale"), b.boolean(false)},
-      {s("overflow"), b.boolean(false)},
-      {s("clip_grad"), b.number(1.0)},
-      {s("base_optimizer_state"),
-       b.dict(
-           {{s("state"), b.dict(state)}, {s("param_groups"), b.list(groups)}})},
-      {s("single_partition_of_fp32_groups"), b.list(fp32)},
-      {s("zero_stage"),
-       b.enumMember("deepspeed.runtime.zero.config", "ZeroStageEnum",
-                    stage == 1 ? "optimizer_states" : "gradients")},
-      {s("group_paddings"), b.list(paddings)},
-      {s("partition_count"), b.list(counts)},
-      {s("ds_version"), s(kVersion)},
-      {s("param_slice_mappings"), b.list(mappings)},
-  });
+  PickleRef base = b.dict(
+      {{s("state"), b.dict(state)}, {s("param_groups"), b.list(groups)}});
+  std::vector<std::pair<PickleRef, PickleRef>> items;
+  if (!bf16Optimizer)
+    items = {{s("loss_scaler"), scaler},
+             {s("dynamic_loss_scale"), b.boolean(false)},
+             {s("overflow"), b.boolean(false)}};
+  items.push_back({s("clip_grad"), b.number(1.0)});
+  items.push_back({s("base_optimizer_state"), base});
+  items.push_back({s("single_partition_of_fp32_groups"), b.list(fp32)});
+  if (!bf16Optimizer)
+    items.push_back(
+        {s("zero_stage"),
+         b.enumMember("deepspeed.runtime.zero.config", "ZeroStageEnum",
+                      stage == 1 ? "optimizer_states" : "gradients")});
+  items.push_back({s("group_paddings"), b.list(paddings)});
+  items.push_back({s("partition_count"), b.list(counts)});
+  items.push_back({s("ds_version"), s(kVersion)});
+  items.push_back({s("param_slice_mappings"), b.list(mappings)});
+  PickleRef optimizer = b.dict(items);
   PickleRef root = b.dict({{s("optimizer_state_dict"), optimizer},
                            {s("ds_config"), buildConfig(b)},
                            {s("ds_version"), s(kVersion)}});
@@ -434,9 +443,11 @@ int main(int argc, char **argv) {
                               "writes a DeepSpeed ZeRO-1/2 checkpoint of "
                               "pseudo-random values\n");
   if ((stage != 1 && stage != 2) || dp < 1 ||
+      (bf16Optimizer && (stage != 1 || dtypeName != "bf16")) ||
       (dtypeName != "bf16" && dtypeName != "fp32")) {
     llvm::errs() << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp >= 1, "
-                    "--dtype bf16|fp32\n";
+                    "--dtype bf16|fp32; --bf16-optimizer with bf16 and "
+                    "stage 1\n";
     return 1;
   }
   DType type = dtypeName == "bf16" ? DType::BF16 : DType::F32;
