@@ -23,6 +23,7 @@
 
 #include "ucp/IO/DeepSpeedCheckpoint.h"
 #include "ucp/IO/TorchFileWriter.h"
+#include "ucp/IO/ZeroFlattening.h"
 #include "ucp/Runtime/FloatBits.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -75,8 +76,9 @@ struct Param {
 struct Model {
   std::vector<Param> params;
   std::vector<std::vector<size_t>> groups; // Param indices, in order.
-  std::vector<int64_t> padded;             // Each group's padded length.
-  int64_t partition(size_t g) const { return padded[g] / dp; }
+  std::vector<ZeroGroupLayout> layouts;    // Each group's flattening.
+  int64_t partition(size_t g) const { return layouts[g].partition; }
+  int64_t padded(size_t g) const { return layouts[g].getPaddedLength(); }
 };
 
 /// The state a value belongs to; also the hash's salt.
@@ -142,16 +144,18 @@ Model buildModel() {
   for (const Param &param : model.params)
     groups = std::max(groups, param.group + 1);
   model.groups.resize(groups);
-  model.padded.assign(groups, 0);
+  std::vector<std::vector<int64_t>> elements(groups);
   for (size_t i = 0; i < model.params.size(); ++i) {
     Param &param = model.params[i];
     param.elements = *getNumElements(param.shape);
-    param.offset = model.padded[param.group];
-    model.padded[param.group] += param.elements;
     model.groups[param.group].push_back(i);
+    elements[param.group].push_back(param.elements);
   }
-  for (int64_t &length : model.padded)
-    length = llvm::alignTo(length, 2 * dp);
+  for (size_t g = 0; g < groups; ++g) {
+    model.layouts.push_back(layOutZeroGroup(elements[g], dp));
+    for (size_t i = 0; i < model.groups[g].size(); ++i)
+      model.params[model.groups[g][i]].offset = model.layouts[g].offsets[i];
+  }
   return model;
 }
 
@@ -256,7 +260,7 @@ static llvm::Error writeModelStates(const Model &model, DType type,
     if (!storages[param.group]) {
       keys[param.group] = std::to_string(next++);
       storages[param.group] =
-          b.storage(keys[param.group], type, model.padded[param.group]);
+          b.storage(keys[param.group], type, model.padded(param.group));
     }
     module.push_back(
         {s(param.name), b.tensor(storages[param.group], param.offset,
@@ -297,20 +301,11 @@ static llvm::Error writeModelStates(const Model &model, DType type,
   std::vector<StorageFill> fills;
   for (size_t g = 0; g < model.groups.size(); ++g)
     fills.push_back(
-        {keys[g], model.padded[g] * getElementSize(type), [&, g](char *data) {
-           fillFlat(model, g, State::Fp32, type, data, 0, 0, model.padded[g]);
+        {keys[g], model.padded(g) * getElementSize(type), [&, g](char *data) {
+           fillFlat(model, g, State::Fp32, type, data, 0, 0, model.padded(g));
          }});
   return writeFile(folder + "/mp_rank_00_model_states.pt", b.finish(root),
                    fills);
-}
-
-/// The padding elements at the end of DP rank `rank`'s partition of group
-/// `g`.
-static int64_t getPadding(const Model &model, size_t g, int64_t rank) {
-  int64_t ps = model.partition(g), begin = rank * ps, real = 0;
-  for (size_t p : model.groups[g])
-    real += model.params[p].elements;
-  return std::clamp<int64_t>(begin + ps - std::max(real, begin), 0, ps);
 }
 
 /// What one storage of an optimizer file is filled with: `length`
@@ -326,19 +321,16 @@ struct Fill {
 /// param_slice_mappings[g] of DP rank `rank`.
 static PickleRef buildSliceMappings(PickleBuilder &b, const Model &model,
                                     size_t g, int64_t rank) {
-  int64_t ps = model.partition(g), begin = rank * ps;
   std::vector<std::pair<PickleRef, PickleRef>> slices;
-  for (size_t p : model.groups[g]) {
-    const Param &param = model.params[p];
-    int64_t lo = std::max(begin, param.offset);
-    int64_t hi = std::min(begin + ps, param.offset + param.elements);
-    if (lo >= hi)
+  for (size_t i = 0; i < model.groups[g].size(); ++i) {
+    FragmentSlice slice = model.layouts[g].getSlice(i, rank);
+    if (slice.count == 0)
       continue;
     slices.push_back(
-        {b.string(param.name),
+        {b.string(model.params[model.groups[g][i]].name),
          b.object("deepspeed.utils.tensor_fragment", "fragment_address",
-                  b.dict({{b.string("numel"), b.integer(hi - lo)},
-                          {b.string("start"), b.integer(lo - begin)}}))});
+                  b.dict({{b.string("numel"), b.integer(slice.count)},
+                          {b.string("start"), b.integer(slice.offset)}}))});
   }
   return b.dict(slices, /*ordered=*/true);
 }
@@ -384,17 +376,18 @@ static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
                                            {s("exp_avg"), avg},
                                            {s("exp_avg_sq"), avgSq}})});
     groups.push_back(buildParamGroup(b, g));
-    paddings.push_back(b.integer(getPadding(model, g, rank)));
+    paddings.push_back(b.integer(model.layouts[g].getPadding(rank)));
     counts.push_back(b.integer(dp));
     mappings.push_back(buildSliceMappings(b, model, g, rank));
   }
   // The fp32 partitions (trainable, so they require grad): without their
   // padding, but for BF16_Optimizer's.
   for (size_t g = 0; g < model.groups.size(); ++g)
-    fp32.push_back(newTensor(
-        g, State::Fp32,
-        model.partition(g) - (bf16Optimizer ? 0 : getPadding(model, g, rank)),
-        /*requiresGrad=*/true));
+    fp32.push_back(
+        newTensor(g, State::Fp32,
+                  model.partition(g) -
+                      (bf16Optimizer ? 0 : model.layouts[g].getPadding(rank)),
+                  /*requiresGrad=*/true));
   PickleRef scaler =
       b.object("deepspeed.runtime.fp16.loss_scaler", "LossScaler",
                b.dict({{s("cur_scale"), b.number(1.0)},

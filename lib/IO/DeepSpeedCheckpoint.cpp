@@ -281,6 +281,7 @@ Error DeepSpeedReader::buildParams() {
       if (!map)
         return map.takeError();
       param.map = std::move(*map);
+      param.tpMap = std::move(*outer);
       checkpoint.params.push_back(std::move(param));
     }
   }

@@ -170,6 +170,8 @@ llvm::Error TorchFileWriter::writeStorage(StringRef key,
 llvm::Error TorchFileWriter::copyStoragesFrom(const TorchFile &source) {
   for (const auto &entry : storageRecords) {
     const Record &record = records[entry.second];
+    if (record.crc)
+      continue; // Written already.
     std::optional<StringRef> bytes = source.getStorageBytes(entry.first());
     if (!bytes || bytes->size() != record.size)
       return llvm::createStringError(
@@ -179,6 +181,7 @@ llvm::Error TorchFileWriter::copyStoragesFrom(const TorchFile &source) {
               source.getPath() + " at that size");
     if (llvm::Error error = writeRecord(records[entry.second], {*bytes}))
       return error;
+    source.releasePages(bytes->data(), bytes->size()); // Read once.
   }
   return llvm::Error::success();
 }

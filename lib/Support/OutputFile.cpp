@@ -287,9 +287,12 @@ OutputFolder::create(llvm::StringRef path) {
                             "nothing in it is replaced or mixed with what "
                             "was there");
   std::string parent = getParent(path);
-  if (!fs::is_directory(parent))
+  for (llvm::StringRef at = parent; !at.empty() && !fs::exists(at);
+       at = llvm::sys::path::parent_path(at))
+    folder->madeParents.push_back(at.str());
+  if (std::error_code ec = fs::create_directories(parent))
     return refuse(path,
-                  "cannot write: the folder " + parent + " does not exist");
+                  "cannot create the folder " + parent + ": " + ec.message());
   removeStaleTemporaries(parent);
   // Unique as createUniqueFile's names are, but a folder.
   for (int attempt = 0;; ++attempt) {
@@ -310,8 +313,12 @@ OutputFolder::create(llvm::StringRef path) {
 }
 
 OutputFolder::~OutputFolder() {
-  if (!committed && !temporary.empty())
+  if (committed)
+    return;
+  if (!temporary.empty())
     fs::remove_directories(temporary);
+  for (const std::string &parent : madeParents)
+    fs::remove(parent); // Only an empty folder is removed.
 }
 
 llvm::Error OutputFolder::commit(bool durable) {

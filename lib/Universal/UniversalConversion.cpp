@@ -465,29 +465,6 @@ Error UniversalConverter::write(llvm::StringRef folder) {
   return Error::success();
 }
 
-namespace {
-/// The folders made for an output's path, removed unless kept.
-class ParentFolders {
-public:
-  Error create(llvm::StringRef folder) {
-    for (llvm::StringRef at = folder; !at.empty() && !fs::exists(at);
-         at = path::parent_path(at))
-      made.push_back(at.str());
-    if (std::error_code ec = fs::create_directories(folder))
-      return refuse(folder + ": cannot create: " + ec.message());
-    return Error::success();
-  }
-  void keep() { made.clear(); }
-  ~ParentFolders() {
-    for (const std::string &folder : made) // Deepest first; empty ones only.
-      fs::remove(folder);
-  }
-
-private:
-  std::vector<std::string> made;
-};
-} // namespace
-
 Expected<UniversalStats>
 ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
                         llvm::StringRef output,
@@ -501,11 +478,8 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
   UniversalConverter converter(checkpoint, options);
   if (Error error = converter.plan())
     return std::move(error);
-  // Missing parent folders are made, as DeepSpeed's converter makes them,
-  // and removed again if the conversion fails.
-  ParentFolders parents;
-  if (Error error = parents.create(path::parent_path(folder)))
-    return std::move(error);
+  // Missing parent folders are made, as DeepSpeed's converter makes them
+  // (and removed again if the conversion fails).
   Expected<std::unique_ptr<OutputFolder>> staged = OutputFolder::create(folder);
   if (!staged)
     return staged.takeError();
@@ -513,7 +487,6 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
     return std::move(error);
   if (Error error = (*staged)->commit(options.syncOutputs))
     return std::move(error);
-  parents.keep();
   // DeepSpeed's loader finds the conversion through this file.
   llvm::SmallString<256> latest(path::parent_path(folder));
   path::append(latest, "latest_universal");

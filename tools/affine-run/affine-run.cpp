@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "UniversalCommand.h"
+#include "DeepSpeedCommands.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapTranslation.h"
@@ -456,7 +456,7 @@ static llvm::Expected<TransferOptions> getOptions() {
 int main(int argc, char **argv) {
   installSignalHandlers(argv[0]);
   llvm::InitLLVM init(argc, argv);
-  cl::HideUnrelatedOptions({&category, &getUniversalCategory()});
+  cl::HideUnrelatedOptions({&category, &getDeepSpeedCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
       "affine-run: move tensors between sharded layouts described by ucp "
@@ -468,7 +468,9 @@ int main(int argc, char **argv) {
       "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n"
       "  affine-run inspect FILE.pt [--values N]\n"
       "  affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
-      "OUT\n\n"
+      "OUT\n"
+      "  affine-run ds-retarget --input_folder CKPT/TAG --output_folder "
+      "OUT/TAG --dp M [--zero-stage S]\n\n"
       "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
       "is written unless the whole run succeeds; extract, rebuild and reshard "
       "return once their outputs are on disk (unless --no-sync).\n");
@@ -477,15 +479,15 @@ int main(int argc, char **argv) {
     return runInit();
   if (inspectCommand)
     return runInspect();
-  if (isUniversalCommand())
-    return runUniversalCommand();
+  if (isDeepSpeedCommand())
+    return runDeepSpeedCommand();
   const char *command = extractCommand   ? "extract"
                         : rebuildCommand ? "rebuild"
                         : reshardCommand ? "reshard"
                                          : nullptr;
   if (!command)
     return fail("expected a command: extract, rebuild, reshard, init, "
-                "inspect or ds-to-universal (see --help)");
+                "inspect, ds-to-universal or ds-retarget (see --help)");
   if (outPath.empty())
     return fail("--out is required");
 

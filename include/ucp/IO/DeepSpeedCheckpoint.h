@@ -58,7 +58,10 @@ struct DeepSpeedParam {
   size_t group = 0;
   /// The shape of its shard on each TP rank (`param_shapes`).
   std::vector<Extents> tpShapes;
-  /// Its map over the grid: rank `dp * tp_degree + tp` holds its fragment.
+  /// Its map over the TP ranks alone: TP rank t holds its TP shard.
+  ParamMap tpMap;
+  /// Its map over the grid: rank `dp * tp_degree + tp` holds its fragment
+  /// (tpMap with each TP shard cut by DP, nestShardMaps).
   ParamMap map;
   /// Per grid rank.
   std::vector<FragmentSlice> slices;

@@ -184,6 +184,10 @@ public:
   /// same `copied` (from's refs to the builder's). Storages keep their keys.
   PickleRef copy(const PickleDocument &from, PickleRef ref,
                  llvm::DenseMap<PickleRef, PickleRef> &copied);
+  /// The value `ref` built so far.
+  const PickleValue &getValue(PickleRef ref) const {
+    return document.get(ref);
+  }
   /// Returns the document rooted at `root`; the builder is left empty.
   PickleDocument finish(PickleRef root);
 

@@ -38,8 +38,9 @@ public:
   /// of the record. Each storage is written once.
   llvm::Error writeStorage(llvm::StringRef key,
                            llvm::ArrayRef<llvm::StringRef> pieces);
-  /// Writes every storage with the bytes of the storage of the same key in
-  /// `source` (a document copied from source's by PickleBuilder::copy).
+  /// Writes every storage not yet written with the bytes of the storage of
+  /// the same key in `source` (a document copied from source's by
+  /// PickleBuilder::copy).
   llvm::Error copyStoragesFrom(const TorchFile &source);
   /// Writes the headers and the directory, and renames the file into
   /// place; with `durable`, once its data is on disk. Every storage must

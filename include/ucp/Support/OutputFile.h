@@ -27,6 +27,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace ucp {
 
@@ -88,9 +89,10 @@ writeOutputFile(llvm::StringRef path,
 /// destination (named as temporary files are), removed with everything in
 /// it unless committed, renamed into place by commit(). The destination
 /// must not exist: a folder of outputs never replaces or merges into
-/// anything. A run killed by a signal leaves the temporary folder (signal
-/// handlers remove files only); the next run writing beside it removes it,
-/// as it removes stale temporary files.
+/// anything. Missing parent folders are made, and removed again (if still
+/// empty) unless the folder is committed. A run killed by a signal leaves the
+/// temporary folder (signal handlers remove files only); the next run writing
+/// beside it removes it, as it removes stale temporary files.
 class OutputFolder {
 public:
   static llvm::Expected<std::unique_ptr<OutputFolder>>
@@ -110,6 +112,8 @@ private:
   OutputFolder() = default;
   std::string path;
   std::string temporary;
+  /// The parent folders made for it, deepest first.
+  std::vector<std::string> madeParents;
   bool committed = false;
 };
 

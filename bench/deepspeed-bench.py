@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""Times ds-to-universal on a generated checkpoint against the copy floor.
+"""Times ds-to-universal and ds-retarget against the copy floor.
 
-    bench/universal-bench.py [--work DIR] [--layers 20 --hidden 1024
+    bench/deepspeed-bench.py [--work DIR] [--layers 20 --hidden 1024
         --ffn 2816 --vocab 32000] [--dp 2] [--repetitions 3]
         [--deepspeed DS_TO_UNIVERSAL.py]
 
@@ -12,7 +12,10 @@ warm page cache:
   copy floor   cp -r of the checkpoint folder, then sync: every byte read
                and written once, which no converter can beat
   affine-run   affine-run ds-to-universal (its outputs synced to disk)
+  retarget     affine-run ds-retarget to DP dp + 1 (synced)
   DeepSpeed    with --deepspeed, DeepSpeed's ds_to_universal.py, then sync
+               (the first half of its way to another topology; the second,
+               loading the Universal checkpoint in a job, is not timed)
 
 and prints, per command, the median wall time, its ratio to the copy floor
 of the same run, the peak resident memory of the process and its children,
@@ -32,7 +35,7 @@ BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
                    "bin")
 
 parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-parser.add_argument("--work", default="/tmp/ucp-universal-bench")
+parser.add_argument("--work", default="/tmp/ucp-deepspeed-bench")
 parser.add_argument("--layers", type=int, default=20)
 parser.add_argument("--hidden", type=int, default=1024)
 parser.add_argument("--ffn", type=int, default=2816)
@@ -108,6 +111,10 @@ def main():
                                  "ds-to-universal", "--quiet",
                                  "--inject_missing_state", "--input_folder",
                                  source, "--output_folder", o],
+        "retarget": lambda o: [os.path.join(BIN, "affine-run"), "ds-retarget",
+                               "--quiet", "--input_folder", source,
+                               "--output_folder", o, "--dp",
+                               str(args.dp + 1)],
     }
     env = None
     if args.deepspeed:

@@ -1,0 +1,55 @@
+//===- Retarget.h - A DeepSpeed checkpoint at another topology ----*- C++
+//-*-===//
+//
+// The checkpoint a DeepSpeed job at another DP degree (and ZeRO stage 1 or
+// 2) would have saved, written straight from the source's files: every
+// parameter's map over the source grid is planned into its map over the
+// target grid (the same TP map, each TP shard cut by the target's ZeRO
+// flattening), and each target partition is executed from the
+// memory-mapped source fragments, with no Universal intermediate and no
+// full tensor. Model states and optimizer files are the source's with what
+// the topology changes replaced: dp_world_size, the stage, the flat bf16
+// buffers (padded for the new DP degree), partitions, group paddings,
+// partition counts and param_slice_mappings. Padding is written as zeros.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_UNIVERSAL_RETARGET_H
+#define UCP_UNIVERSAL_RETARGET_H
+
+#include "ucp/IO/DeepSpeedCheckpoint.h"
+
+#include <functional>
+
+namespace ucp {
+
+struct RetargetOptions {
+  /// The target's DP degree.
+  int64_t dp = 1;
+  /// The target's ZeRO stage (1 or 2); the source's if unset.
+  std::optional<int> zeroStage;
+  /// Worker threads (0: every core this process may run on).
+  unsigned threads = 0;
+  /// Return only once the outputs are on disk.
+  bool syncOutputs = true;
+  /// Called about once a second with (files done, files, bytes written).
+  std::function<void(size_t, size_t, int64_t)> progress;
+};
+
+struct RetargetStats {
+  size_t files = 0;
+  int64_t bytesWritten = 0;
+  double seconds = 0;
+};
+
+/// Writes `checkpoint` at the target topology to the new folder `output`
+/// (`OUT/TAG`), and `latest` beside it naming TAG. Nothing is left at
+/// `output` unless everything succeeds. ZeRO-3 sources and targets and a
+/// new TP degree are refused (not supported yet).
+llvm::Expected<RetargetStats>
+retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
+                   llvm::StringRef output, const RetargetOptions &options);
+
+} // namespace ucp
+
+#endif // UCP_UNIVERSAL_RETARGET_H

@@ -1,0 +1,75 @@
+"""Checks affine-run ds-retarget against what DeepSpeed saved at the target.
+
+    compare_retarget.py AFFINE_RUN FIXTURES OUT PAIR...
+
+Each PAIR is a folder FIXTURES/deepspeed-retarget/<source>__to__<target>/
+(target.json: the target's dp and zero_stage; checkpoint/<tag>: what
+DeepSpeed saved after resuming the source there). Retargets
+FIXTURES/deepspeed/<source>/checkpoint/<tag> into OUT/PAIR/<tag> and
+compares the two folders file by file once torch.load has read them:
+everything equal (tensors bit for bit), but for what the fixtures' README
+says carries no meaning: ds_config's `checkpoint.load_universal` (an
+artefact of DeepSpeed's route) and the order of the keys of Adam's state
+per group (a Python set's). Prints one line per pair; exits 1 at the first
+difference.
+"""
+import json
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_universal import compare  # noqa: E402
+from compare_with_torch import load  # noqa: E402
+
+
+def normalise(value):
+    """Drops ds_config's checkpoint key and orders Adam's state keys."""
+    if isinstance(value, dict):
+        config = value.get("ds_config")
+        if isinstance(config, dict):
+            config.pop("checkpoint", None)
+        states = value.get("optimizer_state_dict", {})
+        base = states.get("base_optimizer_state", {}) if isinstance(
+            states, dict) else {}
+        for group, state in list(base.get("state", {}).items()):
+            base["state"][group] = dict(sorted(state.items()))
+    return value
+
+
+def main(affine_run, fixtures, out, *pairs):
+    for pair in pairs:
+        folder = os.path.join(fixtures, "deepspeed-retarget", pair)
+        with open(os.path.join(folder, "target.json")) as f:
+            target = json.load(f)
+        with open(os.path.join(folder, "checkpoint", "latest")) as f:
+            tag = f.read()
+        source = os.path.join(fixtures, "deepspeed", target["source"],
+                              "checkpoint", tag)
+        ours = os.path.join(out, pair, tag)
+        subprocess.run([affine_run, "ds-retarget", "--quiet",
+                        "--input_folder", source, "--output_folder", ours,
+                        "--dp", str(target["dp"]), "--zero-stage",
+                        str(target["zero_stage"])], check=True)
+        theirs = os.path.join(folder, "checkpoint", tag)
+        names = sorted(os.listdir(theirs))
+        if sorted(os.listdir(ours)) != names:
+            print(f"{pair}: files {sorted(os.listdir(ours))} vs {names}")
+            return 1
+        with open(os.path.join(out, pair, "latest")) as f:
+            if f.read() != tag:
+                print(f"{pair}: latest does not name {tag}")
+                return 1
+        for name in names:
+            a = normalise(load(os.path.join(ours, name)))
+            b = normalise(load(os.path.join(theirs, name)))
+            difference = compare(a, b, "$")
+            if difference:
+                print(f"{pair}/{name}: {difference}")
+                return 1
+        print(f"{pair}: {len(names)} files equal DeepSpeed's")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

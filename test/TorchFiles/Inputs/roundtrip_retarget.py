@@ -1,0 +1,87 @@
+"""Retargets real checkpoints A -> B -> A and checks that A comes back.
+
+    roundtrip_retarget.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE...
+
+For each RUN of FIXTURES/deepspeed (a ZeRO-1/2 checkpoint), retargets it
+to DP degree DP and ZeRO stage STAGE, then back to its own DP degree and
+stage, and compares every file of the result with the original once
+torch.load has read it: the same content, tensors bit for bit. B is also
+converted to Universal form, whose every parameter file must equal the
+source's: the same full tensors. Prints one line per case; exits 1 at the
+first difference.
+"""
+import os
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_universal import compare  # noqa: E402
+from compare_with_torch import load  # noqa: E402
+
+
+def retarget(affine_run, source, target, dp, stage):
+    subprocess.run([affine_run, "ds-retarget", "--quiet", "--input_folder",
+                    source, "--output_folder", target, "--dp", str(dp),
+                    "--zero-stage", str(stage)], check=True)
+
+
+def same_universal(affine_run, a, b, out):
+    """Whether the Universal forms of checkpoints a and b hold the same
+    parameter files."""
+    forms = []
+    for name, source in (("a", a), ("b", b)):
+        target = os.path.join(out, "universal-" + name, "u")
+        subprocess.run([affine_run, "ds-to-universal", "--quiet",
+                        "--inject_missing_state", "--input_folder", source,
+                        "--output_folder", target], check=True)
+        forms.append(os.path.join(target, "zero"))
+    params = sorted(p for p in os.listdir(forms[0])
+                    if os.path.isdir(os.path.join(forms[0], p)))
+    if params != sorted(p for p in os.listdir(forms[1])
+                        if os.path.isdir(os.path.join(forms[1], p))):
+        return "not the same parameters"
+    for param in params:
+        for state in sorted(os.listdir(os.path.join(forms[0], param))):
+            difference = compare(
+                load(os.path.join(forms[1], param, state)),
+                load(os.path.join(forms[0], param, state)), param + "/" + state)
+            if difference:
+                return difference
+    return None
+
+
+def main(affine_run, fixtures, out, *cases):
+    for case in cases:
+        run, dp, stage = case.split(":")
+        folder = os.path.join(fixtures, "deepspeed", run, "checkpoint")
+        with open(os.path.join(folder, "latest")) as f:
+            tag = f.read()
+        original = os.path.join(folder, tag)
+        model = load(os.path.join(original, "mp_rank_00_model_states.pt"))
+        there = os.path.join(out, case.replace(":", "_"), "there", tag)
+        back = os.path.join(out, case.replace(":", "_"), "back", tag)
+        retarget(affine_run, original, there, dp, stage)
+        difference = same_universal(affine_run, original, there,
+                                    os.path.dirname(os.path.dirname(there)))
+        if difference:
+            print(f"{case}: the Universal forms differ: {difference}")
+            return 1
+        retarget(affine_run, there, back, model["dp_world_size"],
+                 model["ds_config"]["zero_optimization"]["stage"])
+        names = sorted(os.listdir(original))
+        if sorted(os.listdir(back)) != names:
+            print(f"{case}: files {sorted(os.listdir(back))} vs {names}")
+            return 1
+        for name in names:
+            difference = compare(load(os.path.join(back, name)),
+                                 load(os.path.join(original, name)), "$")
+            if difference:
+                print(f"{case}/{name}: {difference}")
+                return 1
+        print(f"{case}: the same full tensors there, {len(names)} files "
+              "back as they were")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))

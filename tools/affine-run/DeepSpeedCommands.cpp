@@ -1,0 +1,161 @@
+//===- DeepSpeedCommands.cpp - affine-run's DeepSpeed commands ------------===//
+//
+//   affine-run ds-to-universal --input_folder CKPT/TAG --output_folder OUT
+//       [--inject_missing_state] [--no_strict] [--threads N] [--no-sync]
+//   affine-run ds-retarget --input_folder CKPT/TAG --output_folder OUT/TAG
+//       --dp M [--zero-stage S] [--threads N] [--no-sync]
+//
+// ds-to-universal's options are spelt as DeepSpeed's ds_to_universal.py
+// spells them, so that the command drops into scripts written for it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeepSpeedCommands.h"
+#include "ucp/Universal/Retarget.h"
+#include "ucp/Universal/UniversalConversion.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace ucp;
+namespace cl = llvm::cl;
+
+llvm::cl::OptionCategory &getDeepSpeedCategory() {
+  static cl::OptionCategory category("DeepSpeed checkpoint options");
+  return category;
+}
+
+static cl::SubCommand
+    universalCommand("ds-to-universal",
+                     "convert a DeepSpeed ZeRO checkpoint to a Universal "
+                     "checkpoint, as DeepSpeed's ds_to_universal.py does");
+static cl::SubCommand
+    retargetCommand("ds-retarget",
+                    "write the DeepSpeed ZeRO-1/2 checkpoint a job at "
+                    "another DP degree or stage would have saved");
+static cl::opt<std::string>
+    inputFolder("input_folder",
+                cl::desc("the checkpoint folder, CKPT/TAG (the folder of "
+                         "*_model_states.pt and *_optim_states.pt files)"),
+                cl::value_desc("folder"), cl::sub(universalCommand),
+                cl::sub(retargetCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string> outputFolder(
+    "output_folder",
+    cl::desc("the new folder: of the Universal checkpoint (latest_universal "
+             "beside it names it), or OUT/TAG of the retargeted one (latest "
+             "beside it names TAG)"),
+    cl::value_desc("folder"), cl::sub(universalCommand),
+    cl::sub(retargetCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<bool> injectMissingState(
+    "inject_missing_state",
+    cl::desc("convert a ZeRO-1/2 checkpoint without universal_checkpoint_info "
+             "as one without tensor parallelism"),
+    cl::sub(universalCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<bool>
+    noStrict("no_strict",
+             cl::desc("accept universal_checkpoint_info patterns that match no "
+                      "parameter"),
+             cl::sub(universalCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<unsigned> universalThreads(
+    "threads",
+    cl::desc("worker threads (default: every core this process may run on)"),
+    cl::init(0), cl::sub(universalCommand), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<bool> universalNoSync(
+    "no-sync",
+    cl::desc("return without waiting for the outputs to reach the disk"),
+    cl::sub(universalCommand), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<bool> universalQuiet("quiet",
+                                    cl::desc("print no progress or summary"),
+                                    cl::sub(universalCommand),
+                                    cl::sub(retargetCommand),
+                                    cl::cat(getDeepSpeedCategory()));
+static cl::opt<int64_t> targetDp("dp", cl::desc("the target's DP degree"),
+                                 cl::value_desc("M"), cl::sub(retargetCommand),
+                                 cl::cat(getDeepSpeedCategory()));
+static cl::opt<int>
+    targetStage("zero-stage",
+                cl::desc("the target's ZeRO stage, 1 or 2 (default: the "
+                         "source's)"),
+                cl::value_desc("S"), cl::sub(retargetCommand),
+                cl::cat(getDeepSpeedCategory()));
+
+bool isDeepSpeedCommand() {
+  return static_cast<bool>(universalCommand) ||
+         static_cast<bool>(retargetCommand);
+}
+
+static int fail(const llvm::Twine &message) {
+  llvm::errs() << "affine-run: " << message << "\n";
+  return 1;
+}
+
+static void printProgress(size_t done, size_t total, int64_t bytes) {
+  llvm::errs() << "affine-run: " << done << "/" << total << " files, "
+               << llvm::format("%.1f", bytes / 1e6)
+               << " MB of tensors written\n";
+}
+
+static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
+  if (!targetDp.getNumOccurrences())
+    return fail("--dp is required");
+  RetargetOptions options;
+  options.dp = targetDp;
+  if (targetStage.getNumOccurrences())
+    options.zeroStage = targetStage;
+  options.threads = universalThreads;
+  options.syncOutputs = !universalNoSync;
+  if (!universalQuiet)
+    options.progress = printProgress;
+  llvm::Expected<RetargetStats> stats =
+      retargetCheckpoint(checkpoint, outputFolder, options);
+  if (!stats)
+    return fail(llvm::toString(stats.takeError()));
+  if (!universalQuiet)
+    llvm::outs() << "ds-retarget: TP " << checkpoint.getTpDegree() << " x DP "
+                 << checkpoint.getDpDegree() << " ZeRO-"
+                 << checkpoint.getZeroStage() << " -> TP "
+                 << checkpoint.getTpDegree() << " x DP " << options.dp
+                 << " ZeRO-"
+                 << options.zeroStage.value_or(checkpoint.getZeroStage())
+                 << ", " << stats->files << " files, "
+                 << llvm::format("%.3f", stats->bytesWritten / 1e6)
+                 << " MB of partitions in "
+                 << llvm::format("%.3f", stats->seconds) << " s\n";
+  return 0;
+}
+
+int runDeepSpeedCommand() {
+  if (inputFolder.empty())
+    return fail("--input_folder is required");
+  if (outputFolder.empty())
+    return fail("--output_folder is required");
+  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
+      DeepSpeedCheckpoint::open(inputFolder);
+  if (!checkpoint)
+    return fail(llvm::toString(checkpoint.takeError()));
+  if (retargetCommand)
+    return runRetarget(**checkpoint);
+  UniversalOptions options;
+  options.threads = universalThreads;
+  options.injectMissingState = injectMissingState;
+  options.strict = !noStrict;
+  options.syncOutputs = !universalNoSync;
+  if (!universalQuiet)
+    options.progress = printProgress;
+  llvm::Expected<UniversalStats> stats =
+      convertToUniversal(**checkpoint, outputFolder, options);
+  if (!stats)
+    return fail(llvm::toString(stats.takeError()));
+  if (!universalQuiet)
+    llvm::outs() << "ds-to-universal: " << stats->parameters
+                 << " parameters of a ZeRO-" << (*checkpoint)->getZeroStage()
+                 << " checkpoint (TP " << (*checkpoint)->getTpDegree()
+                 << " x DP " << (*checkpoint)->getDpDegree() << "), "
+                 << stats->files << " files, "
+                 << llvm::format("%.3f", stats->bytesWritten / 1e6)
+                 << " MB of tensors in " << llvm::format("%.3f", stats->seconds)
+                 << " s\n";
+  return 0;
+}
