@@ -33,6 +33,18 @@ llvm::StringRef ucp::getStateName(OptimizerState state) {
   return "";
 }
 
+int ucp::getScalePower(OptimizerState state) {
+  switch (state) {
+  case OptimizerState::Fp32:
+    return 1;
+  case OptimizerState::ExpAvg:
+    return -1;
+  case OptimizerState::ExpAvgSq:
+    return -2;
+  }
+  return 1;
+}
+
 static Error refuse(const llvm::Twine &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
 }

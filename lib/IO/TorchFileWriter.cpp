@@ -119,16 +119,18 @@ TorchFileWriter::create(StringRef path, const PickleDocument &document) {
   writer->output = std::move(*output);
   if (llvm::Error error = writer->output->reserve(size))
     return std::move(error);
-  if (llvm::Error error =
-          writer->writeRecord(writer->records.front(), {StringRef(*pickle)}))
+  if (llvm::Error error = writer->writeRecord(writer->records.front(),
+                                              {StringRef(*pickle)}, {}))
     return std::move(error);
-  if (llvm::Error error = writer->writeRecord(writer->records.back(), {"3\n"}))
+  if (llvm::Error error =
+          writer->writeRecord(writer->records.back(), {"3\n"}, {}))
     return std::move(error);
   return writer;
 }
 
-llvm::Error TorchFileWriter::writeRecord(Record &record,
-                                         llvm::ArrayRef<StringRef> pieces) {
+llvm::Error
+TorchFileWriter::writeRecord(Record &record, llvm::ArrayRef<StringRef> pieces,
+                             llvm::function_ref<void(StringRef)> written) {
   uint64_t size = 0;
   for (StringRef piece : pieces)
     size += piece.size();
@@ -151,20 +153,23 @@ llvm::Error TorchFileWriter::writeRecord(Record &record,
                     chunk.size());
       if (llvm::Error error = output->writeAt(offset, chunk))
         return error;
+      if (written)
+        written(chunk);
       offset += chunk.size();
     }
   record.crc = crc;
   return llvm::Error::success();
 }
 
-llvm::Error TorchFileWriter::writeStorage(StringRef key,
-                                          llvm::ArrayRef<StringRef> pieces) {
+llvm::Error
+TorchFileWriter::writeStorage(StringRef key, llvm::ArrayRef<StringRef> pieces,
+                              llvm::function_ref<void(StringRef)> written) {
   auto it = storageRecords.find(key);
   if (it == storageRecords.end())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    output->getPath() + ": no storage '" + key +
                                        "'");
-  return writeRecord(records[it->second], pieces);
+  return writeRecord(records[it->second], pieces, written);
 }
 
 llvm::Error TorchFileWriter::copyStoragesFrom(const TorchFile &source) {
@@ -179,9 +184,12 @@ llvm::Error TorchFileWriter::copyStoragesFrom(const TorchFile &source) {
           output->getPath() + ": storage '" + entry.first() + "' of " +
               std::to_string(record.size) + " bytes is not in " +
               source.getPath() + " at that size");
-    if (llvm::Error error = writeRecord(records[entry.second], {*bytes}))
+    // Read once: the pages of the input go as they are written.
+    if (llvm::Error error =
+            writeRecord(records[entry.second], {*bytes}, [&](StringRef chunk) {
+              source.releasePages(chunk.data(), chunk.size());
+            }))
       return error;
-    source.releasePages(bytes->data(), bytes->size()); // Read once.
   }
   return llvm::Error::success();
 }

@@ -119,6 +119,12 @@ void ucp::releaseMappedPages(const llvm::MemoryBuffer &buffer,
                              const char *begin, size_t bytes) {
   if (buffer.getBufferKind() != llvm::MemoryBuffer::MemoryBuffer_MMap)
     return;
+  // Only this buffer's pages: anything else may be memory of the heap.
+  const char *end = std::min(begin + bytes, buffer.getBufferEnd());
+  begin = std::max(begin, buffer.getBufferStart());
+  if (begin >= end)
+    return;
+  bytes = end - begin;
   uintptr_t page = llvm::sys::Process::getPageSizeEstimate();
   uintptr_t first = llvm::alignTo(reinterpret_cast<uintptr_t>(begin), page);
   uintptr_t last =

@@ -33,9 +33,6 @@ static Error refuse(const llvm::Twine &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
 }
 
-/// The power of the scale each state carries (spec §2.1).
-static int getScalePower(size_t state) { return state == 0 ? 1 : -int(state); }
-
 /// DeepSpeed's ZeroStageEnum member of ZeRO stage `stage`.
 static llvm::StringRef getStageMember(int stage) {
   return stage == 1 ? "optimizer_states" : "gradients";
@@ -62,7 +59,25 @@ private:
   std::vector<std::vector<ZeroGroupLayout>> layouts;
   std::array<TransferPrograms, 3> programs;
 
+  /// A storage of a target optimizer file: `elements` of `state` from
+  /// the start of the rank's partition of `group`.
+  struct NewStorage {
+    std::string key;
+    size_t group, state;
+    int64_t elements;
+  };
+  /// A target optimizer file: its document and the storages to fill.
+  struct OptimizerFile {
+    PickleDocument document;
+    std::vector<NewStorage> storages;
+  };
+
   Error writeModelStates(int64_t t, llvm::StringRef folder);
+  void releaseSource(int64_t rank, const StridedCopy &copy,
+                     const ProgramBuffers &buffers) const;
+  Expected<OptimizerFile> buildOptimizerStates(int64_t d, int64_t t) const;
+  PickleRef buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
+                               int64_t t) const;
   Error writeOptimizerStates(int64_t d, int64_t t, llvm::StringRef folder);
   void fillPartition(size_t g, int64_t d, int64_t t, size_t state,
                      std::vector<char> &buffer);
@@ -128,13 +143,28 @@ Error Retargeter::plan() {
   ReplicaPolicy policy;
   policy.kind = ReplicaPolicy::Lowest;
   for (size_t s = 0; s < 3; ++s) {
-    Expected<TransferPrograms> planned =
-        planTransfers(sources, targets, policy, getScalePower(s));
+    Expected<TransferPrograms> planned = planTransfers(
+        sources, targets, policy, getScalePower(kOptimizerStates[s]));
     if (!planned)
       return planned.takeError();
     programs[s] = std::move(*planned);
   }
   return Error::success();
+}
+
+/// The elements a batch of copies moves before its source pages are
+/// released (16 MiB of fp32).
+constexpr int64_t kBatchElements = int64_t(1) << 22;
+
+void Retargeter::releaseSource(int64_t rank, const StridedCopy &copy,
+                               const ProgramBuffers &buffers) const {
+  // The span of the source view: its first element to its last.
+  int64_t last = copy.source.offset;
+  for (size_t d = 0; d < copy.shape.size(); ++d)
+    last += (copy.shape[d] - 1) * copy.source.strides[d];
+  const char *data = static_cast<const char *>(buffers.sources.at(rank));
+  checkpoint.getOptimizerFile(rank).releasePages(
+      data + copy.source.offset * 4, (last - copy.source.offset + 1) * 4);
 }
 
 void Retargeter::fillPartition(size_t g, int64_t d, int64_t t, size_t state,
@@ -150,25 +180,45 @@ void Retargeter::fillPartition(size_t g, int64_t d, int64_t t, size_t state,
     if (slice.count == 0)
       return;
     const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
-    // The copies into this rank's fragment, of the parameter's program.
-    const CopyProgram &whole = programs[state].at(param.name);
-    CopyProgram program;
-    program.sourceElements = whole.sourceElements;
-    program.targetElements[target] = slice.count;
-    for (const BufferPairCopies &pair : whole.pairs)
-      if (pair.targetBuffer == target)
-        program.pairs.push_back(pair);
-    for (const StridedFill &fill : whole.fills)
-      if (fill.targetBuffer == target)
-        program.fills.push_back(fill);
     ProgramBuffers buffers;
     for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
       buffers.sources[rank] = checkpoint.getFragment(param, rank, which).data;
     buffers.targets[target] = buffer.data() + slice.offset * 4;
-    executeOnCpu(program, buffers, DType::F32, /*threads=*/1);
-    for (const auto &[rank, data] : buffers.sources)
-      checkpoint.getOptimizerFile(rank).releasePages(
-          static_cast<const char *>(data), param.slices[rank].count * 4);
+    // The copies into this rank's fragment, a few megabytes at a time, each
+    // batch's source pages released once it is done: memory holds the
+    // target partition and little of the inputs.
+    const CopyProgram &whole = programs[state].at(param.name);
+    CopyProgram batch;
+    batch.sourceElements = whole.sourceElements;
+    batch.targetElements[target] = slice.count;
+    for (const StridedFill &fill : whole.fills)
+      if (fill.targetBuffer == target)
+        batch.fills.push_back(fill);
+    auto run = [&] {
+      executeOnCpu(batch, buffers, DType::F32, /*threads=*/1);
+      for (const BufferPairCopies &pair : batch.pairs)
+        for (const StridedCopy &copy : pair.copies)
+          releaseSource(pair.sourceBuffer, copy, buffers);
+      batch.pairs.clear();
+      batch.fills.clear();
+    };
+    int64_t elements = 0;
+    for (const BufferPairCopies &pair : whole.pairs) {
+      if (pair.targetBuffer != target)
+        continue;
+      for (const StridedCopy &copy : pair.copies) {
+        if (batch.pairs.empty() ||
+            batch.pairs.back().sourceBuffer != pair.sourceBuffer)
+          batch.pairs.push_back({pair.sourceBuffer, pair.targetBuffer, {}});
+        batch.pairs.back().copies.push_back(copy);
+        elements += *getNumElements(copy.shape);
+        if (elements >= kBatchElements) {
+          run();
+          elements = 0;
+        }
+      }
+    }
+    run();
   });
 }
 
@@ -198,8 +248,8 @@ static void replaceStage(const PickleCursor &root, int stage,
     replaced[old->getRef()] = builder.integer(stage);
 }
 
-Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
-                                       llvm::StringRef folder) {
+Expected<Retargeter::OptimizerFile>
+Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
   // The source's file of DP rank 0 and this TP rank is the template.
   const TorchFile &source = checkpoint.getOptimizerFile(t);
   const PickleDocument &from = source.getDocument();
@@ -210,73 +260,57 @@ Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
   Expected<PickleCursor> states = root.at("optimizer_state_dict");
   if (!states)
     return inSource(states.takeError());
-  PickleBuilder b;
-  llvm::DenseMap<PickleRef, PickleRef> replaced;
-  int64_t nextKey = getNextStorageKey(from);
-  // (key, group, state, elements) of each new storage.
-  struct NewStorage {
-    std::string key;
-    size_t group, state;
-    int64_t elements;
-  };
-  std::vector<NewStorage> storages;
-  auto replaceTensor = [&](const PickleCursor &old, size_t g, size_t state,
-                           int64_t elements) {
-    std::string key = std::to_string(nextKey++);
-    storages.push_back({key, g, state, elements});
-    replaced[old.getRef()] = b.tensor(b.storage(key, DType::F32, elements), 0,
-                                      {elements}, {1}, old.get().requiresGrad);
-  };
   bool bf16Optimizer = !states->find("zero_stage");
   if (bf16Optimizer && stage != 1)
     return refuse(source.getPath() +
-                  ": a BF16_Optimizer checkpoint, which "
-                  "is ZeRO-1 only, cannot become ZeRO-" +
+                  ": a BF16_Optimizer checkpoint, which is ZeRO-1 only, "
+                  "cannot become ZeRO-" +
                   std::to_string(stage));
+  Expected<PickleCursor> moments = states->at("base_optimizer_state");
+  if (moments)
+    moments = moments->at("state");
+  if (!moments)
+    return inSource(moments.takeError());
+  Expected<std::vector<std::pair<int64_t, PickleCursor>>> adam =
+      moments->getIntItems();
+  if (!adam)
+    return inSource(adam.takeError());
+  Expected<PickleCursor> fp32 = states->at("single_partition_of_fp32_groups");
+  if (!fp32)
+    return inSource(fp32.takeError());
+  PickleBuilder b;
+  llvm::DenseMap<PickleRef, PickleRef> replaced;
+  OptimizerFile file;
+  int64_t nextKey = getNextStorageKey(from);
+  auto replaceTensor = [&](const PickleCursor &old, size_t g, size_t state,
+                           int64_t elements) {
+    std::string key = std::to_string(nextKey++);
+    file.storages.push_back({key, g, state, elements});
+    replaced[old.getRef()] = b.tensor(b.storage(key, DType::F32, elements), 0,
+                                      {elements}, {1}, old.get().requiresGrad);
+  };
   std::vector<PickleRef> paddings, counts, mappings;
   for (size_t g = 0; g < groups.size(); ++g) {
     const ZeroGroupLayout &layout = layouts[g][t];
-    Expected<PickleCursor> moments = states->at("base_optimizer_state");
-    if (moments)
-      moments = moments->at("state");
-    Expected<std::vector<std::pair<int64_t, PickleCursor>>> items =
-        moments ? moments->getIntItems()
-                : Expected<std::vector<std::pair<int64_t, PickleCursor>>>(
-                      moments.takeError());
-    if (!items)
-      return inSource(items.takeError());
-    if (g >= items->size())
+    if (g >= adam->size())
       return refuse(source.getPath() + ": no Adam state for group " +
                     std::to_string(g));
     for (auto [state, name] : {std::pair{1, "exp_avg"}, {2, "exp_avg_sq"}}) {
-      Expected<PickleCursor> tensor = (*items)[g].second.at(name);
+      Expected<PickleCursor> tensor = (*adam)[g].second.at(name);
       if (!tensor)
         return inSource(tensor.takeError());
       replaceTensor(*tensor, g, state, layout.partition);
     }
-    Expected<PickleCursor> fp32 = states->at("single_partition_of_fp32_groups");
-    if (fp32)
-      fp32 = fp32->at(g);
-    if (!fp32)
-      return inSource(fp32.takeError());
+    Expected<PickleCursor> partition = fp32->at(g);
+    if (!partition)
+      return inSource(partition.takeError());
     // BF16_Optimizer keeps the padding of its fp32 partitions.
-    replaceTensor(*fp32, g, 0,
+    replaceTensor(*partition, g, 0,
                   layout.partition -
                       (bf16Optimizer ? 0 : layout.getPadding(d)));
     paddings.push_back(b.integer(layout.getPadding(d)));
     counts.push_back(b.integer(options.dp));
-    std::vector<std::pair<PickleRef, PickleRef>> slices;
-    for (auto [i, p] : llvm::enumerate(groups[g])) {
-      FragmentSlice slice = layout.getSlice(i, d);
-      if (slice.count == 0)
-        continue;
-      slices.push_back(
-          {b.string(checkpoint.getParams()[p].name),
-           b.object("deepspeed.utils.tensor_fragment", "fragment_address",
-                    b.dict({{b.string("numel"), b.integer(slice.count)},
-                            {b.string("start"), b.integer(slice.offset)}}))});
-    }
-    mappings.push_back(b.dict(slices, /*ordered=*/true));
+    mappings.push_back(buildSliceMappings(b, g, d, t));
   }
   for (auto [key, value] : {std::pair{"group_paddings", b.list(paddings)},
                             {"partition_count", b.list(counts)},
@@ -290,8 +324,32 @@ Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
     replaced[old->getRef()] =
         b.enumMember(old->get().module, old->get().name, getStageMember(stage));
   replaceStage(root, stage, b, replaced);
-  PickleDocument document = b.finish(b.copy(from, from.getRoot(), replaced));
+  file.document = b.finish(b.copy(from, from.getRoot(), replaced));
+  return file;
+}
 
+PickleRef Retargeter::buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
+                                         int64_t t) const {
+  std::vector<std::pair<PickleRef, PickleRef>> slices;
+  for (auto [i, p] : llvm::enumerate(groups[g])) {
+    FragmentSlice slice = layouts[g][t].getSlice(i, d);
+    if (slice.count == 0)
+      continue;
+    slices.push_back(
+        {b.string(checkpoint.getParams()[p].name),
+         b.object("deepspeed.utils.tensor_fragment", "fragment_address",
+                  b.dict({{b.string("numel"), b.integer(slice.count)},
+                          {b.string("start"), b.integer(slice.offset)}}))});
+  }
+  return b.dict(slices, /*ordered=*/true);
+}
+
+Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
+                                       llvm::StringRef folder) {
+  Expected<OptimizerFile> built = buildOptimizerStates(d, t);
+  if (!built)
+    return built.takeError();
+  const TorchFile &source = checkpoint.getOptimizerFile(t);
   llvm::SmallString<256> file(folder);
   // The source's names: bf16 runs prefix their optimizer files.
   std::string prefix =
@@ -300,11 +358,11 @@ Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
                          "_mp_rank_" + llvm::formatv("{0:d2}", t).str() +
                          "_optim_states.pt");
   Expected<std::unique_ptr<TorchFileWriter>> writer =
-      TorchFileWriter::create(file, document);
+      TorchFileWriter::create(file, built->document);
   if (!writer)
     return writer.takeError();
   std::vector<char> buffer;
-  for (const NewStorage &storage : storages) {
+  for (const NewStorage &storage : built->storages) {
     fillPartition(storage.group, d, t, storage.state, buffer);
     if (Error error = (*writer)->writeStorage(
             storage.key,
@@ -397,9 +455,11 @@ Error Retargeter::writeModelStates(int64_t t, llvm::StringRef folder) {
     llvm::StringRef kept =
         source.getStorageBytes(flat.key)->take_front(flat.realBytes);
     std::string zeros(flat.bytes - kept.size(), '\0');
-    if (Error error = (*writer)->writeStorage(flat.key, {kept, zeros}))
+    if (Error error = (*writer)->writeStorage(
+            flat.key, {kept, zeros}, [&](llvm::StringRef chunk) {
+              source.releasePages(chunk.data(), chunk.size()); // Read once.
+            }))
       return error;
-    source.releasePages(kept.data(), kept.size()); // Read once.
   }
   if (Error error = (*writer)->copyStoragesFrom(source))
     return error;

@@ -36,19 +36,6 @@ static Error refuse(const llvm::Twine &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
 }
 
-/// The power of the scale each state carries (spec §2.1).
-static int getScalePower(OptimizerState state) {
-  switch (state) {
-  case OptimizerState::Fp32:
-    return 1;
-  case OptimizerState::ExpAvg:
-    return -1;
-  case OptimizerState::ExpAvgSq:
-    return -2;
-  }
-  return 1;
-}
-
 namespace {
 
 /// One parameter, planned.

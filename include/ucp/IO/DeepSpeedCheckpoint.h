@@ -42,6 +42,9 @@ enum class OptimizerState { Fp32, ExpAvg, ExpAvgSq };
 inline constexpr std::array<OptimizerState, 3> kOptimizerStates = {
     OptimizerState::Fp32, OptimizerState::ExpAvg, OptimizerState::ExpAvgSq};
 llvm::StringRef getStateName(OptimizerState state);
+/// The power of the scale a state carries (spec §2.1): 1 for the weights,
+/// -1 for exp_avg, -2 for exp_avg_sq.
+int getScalePower(OptimizerState state);
 
 /// Where a grid rank's fragment of a parameter lies: `count` elements from
 /// `offset` of the flat partition of the parameter's group in the rank's

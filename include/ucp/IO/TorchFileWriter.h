@@ -35,9 +35,12 @@ public:
   create(llvm::StringRef path, const PickleDocument &document);
 
   /// Writes the bytes of storage `key`: `pieces` one after the other, all
-  /// of the record. Each storage is written once.
-  llvm::Error writeStorage(llvm::StringRef key,
-                           llvm::ArrayRef<llvm::StringRef> pieces);
+  /// of the record. Each storage is written once. `written`, if given, is
+  /// called with each chunk (a megabyte or so) once it is in the file: a
+  /// mapped input can drop those pages then.
+  llvm::Error
+  writeStorage(llvm::StringRef key, llvm::ArrayRef<llvm::StringRef> pieces,
+               llvm::function_ref<void(llvm::StringRef)> written = {});
   /// Writes every storage not yet written with the bytes of the storage of
   /// the same key in `source` (a document copied from source's by
   /// PickleBuilder::copy).
@@ -57,7 +60,8 @@ public:
 private:
   TorchFileWriter() = default;
   llvm::Error writeRecord(Record &record,
-                          llvm::ArrayRef<llvm::StringRef> pieces);
+                          llvm::ArrayRef<llvm::StringRef> pieces,
+                          llvm::function_ref<void(llvm::StringRef)> written);
   std::string getLocalHeader(const Record &record) const;
   std::string getDirectory() const;
 

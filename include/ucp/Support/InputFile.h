@@ -47,7 +47,8 @@ readTextInputFile(llvm::StringRef path, TextSyntax syntax);
 
 /// Drops the pages of `buffer` that lie wholly inside [begin, begin +
 /// bytes) from this process's memory, if `buffer` maps a file (it does
-/// nothing to a buffer read into memory, whose bytes would be lost): a
+/// nothing to a buffer read into memory, whose bytes would be lost, nor
+/// outside `buffer`): a
 /// long run reading each byte once keeps its resident memory small. The
 /// bytes stay readable; a later read faults them back in from the file.
 void releaseMappedPages(const llvm::MemoryBuffer &buffer, const char *begin,
