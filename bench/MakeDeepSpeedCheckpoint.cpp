@@ -159,13 +159,6 @@ Model buildModel() {
   return model;
 }
 
-Extents getStrides(const Extents &shape) {
-  Extents strides(shape.size(), 1);
-  for (size_t d = shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * shape[d];
-  return strides;
-}
-
 /// The ds_config of the fixtures' runs, with this run's stage and dtype.
 PickleRef buildConfig(PickleBuilder &b) {
   auto s = [&](llvm::StringRef text) { return b.string(text); };
@@ -262,9 +255,9 @@ static llvm::Error writeModelStates(const Model &model, DType type,
       storages[param.group] =
           b.storage(keys[param.group], type, model.padded(param.group));
     }
-    module.push_back(
-        {s(param.name), b.tensor(storages[param.group], param.offset,
-                                 param.shape, getStrides(param.shape), false)});
+    module.push_back({s(param.name),
+                      b.tensor(storages[param.group], param.offset, param.shape,
+                               getRowMajorStrides(param.shape), false)});
   }
   std::vector<PickleRef> shapes;
   for (const std::vector<size_t> &group : model.groups) {
@@ -363,7 +356,7 @@ static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
     fills.push_back({key, g, state, length});
     Extents shape = length ? Extents{length} : Extents{};
     return b.tensor(b.storage(key, DType::F32, std::max<int64_t>(length, 1)), 0,
-                    shape, getStrides(shape), requiresGrad);
+                    shape, getRowMajorStrides(shape), requiresGrad);
   };
   std::vector<std::pair<PickleRef, PickleRef>> state;
   std::vector<PickleRef> groups, fp32, paddings, counts, mappings;

@@ -53,25 +53,24 @@ PickleRef PickleBuilder::string(StringRef text) {
   return add(std::move(v));
 }
 
-PickleRef PickleBuilder::list(llvm::ArrayRef<PickleRef> items) {
+PickleRef PickleBuilder::sequence(PickleValue::Kind kind,
+                                  llvm::ArrayRef<PickleRef> items) {
   PickleValue v;
-  v.kind = PickleValue::List;
+  v.kind = kind;
   v.items.assign(items.begin(), items.end());
   return add(std::move(v));
+}
+
+PickleRef PickleBuilder::list(llvm::ArrayRef<PickleRef> items) {
+  return sequence(PickleValue::List, items);
 }
 
 PickleRef PickleBuilder::set(llvm::ArrayRef<PickleRef> items) {
-  PickleValue v;
-  v.kind = PickleValue::Set;
-  v.items.assign(items.begin(), items.end());
-  return add(std::move(v));
+  return sequence(PickleValue::Set, items);
 }
 
 PickleRef PickleBuilder::tuple(llvm::ArrayRef<PickleRef> items) {
-  PickleValue v;
-  v.kind = PickleValue::Tuple;
-  v.items.assign(items.begin(), items.end());
-  return add(std::move(v));
+  return sequence(PickleValue::Tuple, items);
 }
 
 PickleRef PickleBuilder::size(llvm::ArrayRef<int64_t> extents) {

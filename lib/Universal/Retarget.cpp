@@ -15,7 +15,7 @@
 #include "ucp/IO/ZeroFlattening.h"
 #include "ucp/Layout/NestedLayout.h"
 #include "ucp/Runtime/CpuExecutor.h"
-#include "ucp/Support/OutputFile.h"
+#include "ucp/Universal/CheckpointFolder.h"
 
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Parallel.h"
@@ -497,32 +497,17 @@ ucp::retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
                         llvm::StringRef output,
                         const RetargetOptions &options) {
   auto start = std::chrono::steady_clock::now();
-  llvm::StringRef folder = output.rtrim('/');
-  llvm::StringRef tag = path::filename(folder);
-  if (folder.empty() || tag == "." || tag == "..")
-    return refuse("--output_folder '" + output +
-                  "' names no new folder OUT/TAG (latest names TAG)");
+  Expected<llvm::StringRef> folder = getCheckpointFolder(output, "latest");
+  if (!folder)
+    return folder.takeError();
   Retargeter retargeter(checkpoint, options);
   if (Error error = retargeter.plan())
     return std::move(error);
-  llvm::SmallString<256> parent(path::parent_path(folder));
-  if (parent.empty())
-    parent = ".";
-  Expected<std::unique_ptr<OutputFolder>> staged = OutputFolder::create(folder);
-  if (!staged)
-    return staged.takeError();
-  if (Error error = retargeter.write((*staged)->getTemporaryPath()))
-    return std::move(error);
-  if (Error error = (*staged)->commit(options.syncOutputs))
-    return std::move(error);
-  // DeepSpeed's load_checkpoint finds the tag through this file.
-  llvm::SmallString<256> latest(parent);
-  path::append(latest, "latest");
-  Expected<std::unique_ptr<OutputFile>> pointer = OutputFile::create(latest);
-  if (!pointer)
-    return pointer.takeError();
-  (*pointer)->os() << tag;
-  if (Error error = (*pointer)->commit(options.syncOutputs))
+  // DeepSpeed's load_checkpoint finds the tag through latest.
+  if (Error error = writeCheckpointFolder(
+          *folder, "latest",
+          [&](llvm::StringRef staged) { return retargeter.write(staged); },
+          options.syncOutputs))
     return std::move(error);
   RetargetStats stats;
   stats.files = retargeter.getFilesWritten() + 1;

@@ -14,6 +14,7 @@
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CpuExecutor.h"
 #include "ucp/Support/OutputFile.h"
+#include "ucp/Universal/CheckpointFolder.h"
 #include "ucp/Universal/UniversalDocuments.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -457,31 +458,20 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
                         llvm::StringRef output,
                         const UniversalOptions &options) {
   auto start = std::chrono::steady_clock::now();
-  llvm::StringRef folder = output.rtrim('/');
-  if (folder.empty() || path::filename(folder) == "." ||
-      path::filename(folder) == "..")
-    return refuse("--output_folder '" + output +
-                  "' names no new folder (latest_universal names it)");
+  Expected<llvm::StringRef> folder =
+      getCheckpointFolder(output, "latest_universal");
+  if (!folder)
+    return folder.takeError();
   UniversalConverter converter(checkpoint, options);
   if (Error error = converter.plan())
     return std::move(error);
   // Missing parent folders are made, as DeepSpeed's converter makes them
-  // (and removed again if the conversion fails).
-  Expected<std::unique_ptr<OutputFolder>> staged = OutputFolder::create(folder);
-  if (!staged)
-    return staged.takeError();
-  if (Error error = converter.write((*staged)->getTemporaryPath()))
-    return std::move(error);
-  if (Error error = (*staged)->commit(options.syncOutputs))
-    return std::move(error);
-  // DeepSpeed's loader finds the conversion through this file.
-  llvm::SmallString<256> latest(path::parent_path(folder));
-  path::append(latest, "latest_universal");
-  Expected<std::unique_ptr<OutputFile>> pointer = OutputFile::create(latest);
-  if (!pointer)
-    return pointer.takeError();
-  (*pointer)->os() << path::filename(folder);
-  if (Error error = (*pointer)->commit(options.syncOutputs))
+  // (and removed again if the conversion fails); DeepSpeed's loader finds
+  // the conversion through latest_universal.
+  if (Error error = writeCheckpointFolder(
+          *folder, "latest_universal",
+          [&](llvm::StringRef staged) { return converter.write(staged); },
+          options.syncOutputs))
     return std::move(error);
   UniversalStats stats;
   stats.parameters = converter.getPlans().size();

@@ -53,12 +53,9 @@ ucp::buildStateDocument(const UniversalStateLayout &layout, bool requiresGrad) {
                                    "a tensor of " + formatList(layout.shape) +
                                        " holds more elements than int64 "
                                        "counts");
-  Extents strides(layout.shape.size(), 1);
-  for (size_t d = layout.shape.size(); d-- > 1;)
-    strides[d - 1] = strides[d] * layout.shape[d];
-  PickleRef tensor =
-      builder.tensor(builder.storage(kStateStorageKey, DType::F32, *elements),
-                     0, layout.shape, strides, requiresGrad);
+  PickleRef tensor = builder.tensor(
+      builder.storage(kStateStorageKey, DType::F32, *elements), 0, layout.shape,
+      getRowMajorStrides(layout.shape), requiresGrad);
   if (layout.bare)
     return builder.finish(tensor);
   const UniversalMerge &merge = layout.merge;

@@ -185,14 +185,14 @@ public:
   PickleRef copy(const PickleDocument &from, PickleRef ref,
                  llvm::DenseMap<PickleRef, PickleRef> &copied);
   /// The value `ref` built so far.
-  const PickleValue &getValue(PickleRef ref) const {
-    return document.get(ref);
-  }
+  const PickleValue &getValue(PickleRef ref) const { return document.get(ref); }
   /// Returns the document rooted at `root`; the builder is left empty.
   PickleDocument finish(PickleRef root);
 
 private:
   PickleRef add(PickleValue value);
+  /// A List, Set or Tuple of `items`.
+  PickleRef sequence(PickleValue::Kind kind, llvm::ArrayRef<PickleRef> items);
   PickleDocument document;
 };
 
