@@ -102,6 +102,14 @@ Error Retargeter::plan() {
                   ": expected 1 or 2");
   if (options.dp < 1)
     return refuse("--dp " + std::to_string(options.dp) + ": expected >= 1");
+  // Bounded before any map is built: the target grid is dp x tp ranks
+  // (dp alone first, so that the product cannot overflow).
+  int64_t world = std::min(options.dp, kMaxWorldSize + 1) * tp;
+  if (std::string error =
+          checkWorldSize(options.dp > kMaxWorldSize ? options.dp : world,
+                         "the target's DP x TP world");
+      !error.empty())
+    return refuse("--dp " + std::to_string(options.dp) + ": " + error);
   llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
   for (size_t p = 0; p < params.size(); ++p) {
     if (params[p].group >= groups.size())
