@@ -428,12 +428,13 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "writes a DeepSpeed ZeRO-1/2 checkpoint of "
                               "pseudo-random values\n");
-  if ((stage != 1 && stage != 2) || dp < 1 ||
+  if ((stage != 1 && stage != 2) || dp < 1 || dp > kMaxWorldSize ||
       (bf16Optimizer && (stage != 1 || dtypeName != "bf16")) ||
       (dtypeName != "bf16" && dtypeName != "fp32")) {
-    llvm::errs() << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp >= 1, "
-                    "--dtype bf16|fp32; --bf16-optimizer with bf16 and "
-                    "stage 1\n";
+    llvm::errs()
+        << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp in [1, 2^20], "
+           "--dtype bf16|fp32; --bf16-optimizer with bf16 and "
+           "stage 1\n";
     return 1;
   }
   DType type = dtypeName == "bf16" ? DType::BF16 : DType::F32;
