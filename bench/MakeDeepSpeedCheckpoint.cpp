@@ -152,7 +152,7 @@ Model buildModel() {
     elements[param.group].push_back(param.elements);
   }
   for (size_t g = 0; g < groups; ++g) {
-    model.layouts.push_back(layOutZeroGroup(elements[g], dp));
+    model.layouts.push_back(layOutZeroGroup(elements[g], dp, stage));
     for (size_t i = 0; i < model.groups[g].size(); ++i)
       model.params[model.groups[g][i]].offset = model.layouts[g].offsets[i];
   }

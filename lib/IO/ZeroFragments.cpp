@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
+#include "ucp/IO/ZeroFlattening.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -94,18 +95,15 @@ placeFlattened(llvm::ArrayRef<GroupParam> params,
 }
 
 /// ZeRO-3: every parameter in `ceil(elements / dp)` slots per rank.
-static Expected<Placement> placeSlots(llvm::ArrayRef<GroupParam> params,
-                                      int64_t dp) {
-  Placement placement;
-  int64_t offset = 0;
-  for (const GroupParam &param : params) {
-    int64_t slot = llvm::divideCeil(param.elements, dp);
-    std::vector<FragmentSlice> &slices = placement.emplace_back();
+static Placement placeSlots(llvm::ArrayRef<GroupParam> params, int64_t dp) {
+  std::vector<int64_t> elements;
+  for (const GroupParam &param : params)
+    elements.push_back(param.elements);
+  ZeroGroupLayout layout = layOutZeroGroup(elements, dp, /*stage=*/3);
+  Placement placement(params.size());
+  for (size_t index = 0; index < params.size(); ++index)
     for (int64_t d = 0; d < dp; ++d)
-      slices.push_back(
-          {offset, std::clamp<int64_t>(param.elements - d * slot, 0, slot)});
-    offset += slot;
-  }
+      placement[index].push_back(layout.getSlice(index, d));
   return placement;
 }
 

@@ -76,7 +76,7 @@ static cl::opt<int64_t> targetDp("dp", cl::desc("the target's DP degree"),
                                  cl::cat(getDeepSpeedCategory()));
 static cl::opt<int>
     targetStage("zero-stage",
-                cl::desc("the target's ZeRO stage, 1 or 2 (default: the "
+                cl::desc("the target's ZeRO stage, 1, 2 or 3 (default: the "
                          "source's)"),
                 cl::value_desc("S"), cl::sub(retargetCommand),
                 cl::cat(getDeepSpeedCategory()));

@@ -1,16 +1,18 @@
 //===- Retarget.h - A DeepSpeed checkpoint at another topology ----*- C++
 //-*-===//
 //
-// The checkpoint a DeepSpeed job at another DP degree (and ZeRO stage 1 or
-// 2) would have saved, written straight from the source's files: every
-// parameter's map over the source grid is planned into its map over the
-// target grid (the same TP map, each TP shard cut by the target's ZeRO
-// flattening), and each target partition is executed from the
-// memory-mapped source fragments, with no Universal intermediate and no
-// full tensor. Model states and optimizer files are the source's with what
-// the topology changes replaced: dp_world_size, the stage, the flat bf16
-// buffers (padded for the new DP degree), partitions, group paddings,
-// partition counts and param_slice_mappings. Padding is written as zeros.
+// The checkpoint a DeepSpeed job at another DP degree and ZeRO stage (1 to
+// 3, across the ZeRO-1/2 and ZeRO-3 forms too) would have saved, written
+// straight from the source's files: every parameter's map over the source
+// grid is planned into its map over the target grid (the same TP map, each
+// TP shard cut by the target's ZeRO partitioning), and each target
+// partition is executed from the memory-mapped source fragments, with no
+// Universal intermediate and no full tensor. Model states and optimizer
+// files are the source's with what the topology changes replaced:
+// dp_world_size, the stage, the module weights (flat bf16 buffers padded
+// for the new DP degree, or ZeRO-3's empty placeholders), partitions, group
+// paddings, partition counts and param_slice_mappings. Padding is written
+// as zeros.
 //
 //===----------------------------------------------------------------------===//
 
@@ -26,7 +28,7 @@ namespace ucp {
 struct RetargetOptions {
   /// The target's DP degree.
   int64_t dp = 1;
-  /// The target's ZeRO stage (1 or 2); the source's if unset.
+  /// The target's ZeRO stage (1, 2 or 3); the source's if unset.
   std::optional<int> zeroStage;
   /// Worker threads (0: every core this process may run on).
   unsigned threads = 0;
@@ -44,8 +46,8 @@ struct RetargetStats {
 
 /// Writes `checkpoint` at the target topology to the new folder `output`
 /// (`OUT/TAG`), and `latest` beside it naming TAG. Nothing is left at
-/// `output` unless everything succeeds. ZeRO-3 sources and targets and a
-/// new TP degree are refused (not supported yet).
+/// `output` unless everything succeeds. A new TP degree is not supported
+/// (the TP degree stays the source's).
 llvm::Expected<RetargetStats>
 retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
                    llvm::StringRef output, const RetargetOptions &options);

@@ -1,0 +1,138 @@
+//===- Retargeter.h - The steps of retargeting a checkpoint -----*- C++ -*-===//
+//
+// Internal to the Universal library. A Retargeter plans a checkpoint's
+// move to another DP degree and ZeRO stage (the target's flattening of
+// each group, each parameter's map over the target grid, the copy
+// programs), then writes the target's files: optimizer states per grid
+// rank (RetargetOptimizerStates.cpp) and model states per TP rank, or per
+// grid rank for ZeRO-3 (RetargetModelStates.cpp), each document the
+// source's with what the topology decides replaced, and the data filled
+// from the memory-mapped source fragments (Retarget.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_LIB_UNIVERSAL_RETARGETER_H
+#define UCP_LIB_UNIVERSAL_RETARGETER_H
+
+#include "ucp/IO/PickleCursor.h"
+#include "ucp/IO/TorchFileWriter.h"
+#include "ucp/IO/ZeroFlattening.h"
+#include "ucp/Runtime/CpuExecutor.h"
+#include "ucp/Universal/Retarget.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <atomic>
+
+namespace ucp {
+
+/// An error with message `why`.
+llvm::Error refuseRetarget(const llvm::Twine &why);
+
+/// The largest numeric storage key of `document`, plus one: where new
+/// storages' keys start.
+int64_t getNextStorageKey(const PickleDocument &document);
+
+/// Maps ds_config's zero_optimization.stage under `root` to `stage`.
+void replaceStage(const PickleCursor &root, int stage, PickleBuilder &builder,
+                  llvm::DenseMap<PickleRef, PickleRef> &replaced);
+
+class Retargeter {
+public:
+  Retargeter(const DeepSpeedCheckpoint &checkpoint,
+             const RetargetOptions &options)
+      : checkpoint(checkpoint), options(options), tp(checkpoint.getTpDegree()),
+        stage(options.zeroStage.value_or(checkpoint.getZeroStage())) {}
+
+  /// Checks the target and plans every copy; writes nothing.
+  llvm::Error plan();
+  /// Writes every target file into `folder`.
+  llvm::Error write(llvm::StringRef folder);
+  int64_t getBytesWritten() const { return bytesWritten; }
+  size_t getFilesWritten() const { return filesWritten; }
+
+private:
+  /// A storage of a target file and what fills it.
+  struct NewStorage {
+    enum Fill {
+      /// `elements` of `state` from the start of the rank's partition of
+      /// `group` (optimizer states).
+      Partition,
+      /// The source's storage of the same key, its first `kept` elements,
+      /// then zeros (the model states' flat weights of `group`).
+      SourceWeights,
+      /// The weights of `group` rebuilt from the fp32 masters.
+      MasterWeights,
+      /// No elements (ZeRO-3's placeholders for the weights).
+      Empty,
+    };
+    Fill fill;
+    std::string key;
+    DType type = DType::F32;
+    size_t group = 0, state = 0;
+    int64_t elements = 0, kept = 0;
+  };
+  /// A target file's document and the storages to fill.
+  struct TargetFile {
+    PickleDocument document;
+    std::vector<NewStorage> storages;
+  };
+
+  /// Refuses a target that cannot be written, before any planning.
+  llvm::Error checkTarget() const;
+  bool isZero3Source() const { return checkpoint.getZeroStage() == 3; }
+  bool isZero3Target() const { return stage == 3; }
+
+  // Optimizer states (RetargetOptimizerStates.cpp).
+  llvm::Expected<TargetFile> buildOptimizerStates(int64_t d, int64_t t) const;
+  PickleRef buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
+                               int64_t t) const;
+  llvm::Error writeOptimizerStates(int64_t d, int64_t t,
+                                   llvm::StringRef folder);
+
+  // Model states (RetargetModelStates.cpp).
+  llvm::Expected<TargetFile> buildModelStates(int64_t t) const;
+  llvm::Error
+  replaceModuleWeights(const PickleCursor &module, size_t g, int64_t t,
+                       int64_t &nextKey, PickleBuilder &b,
+                       llvm::DenseMap<PickleRef, PickleRef> &replaced,
+                       std::vector<NewStorage> &storages) const;
+  llvm::Error writeModelStates(int64_t t, llvm::StringRef folder);
+  /// Writes `storages` of `file` into `writer` (the rest are the source's).
+  llvm::Error writeStorages(TorchFileWriter &writer, const TorchFile &source,
+                            int64_t d, int64_t t,
+                            llvm::ArrayRef<NewStorage> storages,
+                            bool releaseSource);
+
+  // Data (Retarget.cpp).
+  void runIntoTarget(const CopyProgram &whole, int64_t target, int64_t elements,
+                     const ProgramBuffers &buffers, bool releaseSources) const;
+  void releaseSource(int64_t rank, const StridedCopy &copy,
+                     const ProgramBuffers &buffers) const;
+  void fillPartition(size_t g, int64_t d, int64_t t, size_t state,
+                     std::vector<char> &buffer) const;
+  void fillWeights(size_t g, int64_t t, DType type,
+                   std::vector<char> &buffer) const;
+
+  const DeepSpeedCheckpoint &checkpoint;
+  const RetargetOptions &options;
+  int64_t tp;
+  /// The target's ZeRO stage.
+  int stage;
+  /// Parameter indices of each group, in the group's order.
+  std::vector<std::vector<size_t>> groups;
+  /// Per group and TP rank: the target's partitioning.
+  std::vector<std::vector<ZeroGroupLayout>> layouts;
+  /// Per state: each parameter from the source grid to the target grid.
+  std::array<TransferPrograms, 3> programs;
+  /// From ZeRO-3 into ZeRO-1/2 only: each parameter's fp32 weights from the
+  /// source grid to its TP shards, whole, which the target's model states
+  /// hold (ZeRO-3's hold none).
+  TransferPrograms weightPrograms;
+  std::atomic<int64_t> bytesWritten{0};
+  std::atomic<size_t> filesWritten{0};
+};
+
+} // namespace ucp
+
+#endif // UCP_LIB_UNIVERSAL_RETARGETER_H
