@@ -4,8 +4,7 @@
 
 using namespace ucp;
 
-/// Whether DeepSpeed lets `name` split by whole kv heads.
-static bool mayTakeKvBranch(llvm::StringRef name) {
+bool ucp::maySplitByKvHeads(llvm::StringRef name) {
   for (llvm::StringRef excluded : {"mlp", "lm_head", "embed_out", "gate_proj",
                                    "up_proj", "down_proj", "w1", "w2", "w3"}) {
     if (name.contains(excluded))
@@ -17,7 +16,7 @@ static bool mayTakeKvBranch(llvm::StringRef name) {
 Extents ucp::getShardSizes(int64_t total, int64_t tp, const SplitRule &rule) {
   Extents sizes;
   if (rule.numKvHeads && *rule.numKvHeads > 0 &&
-      total % *rule.numKvHeads == 0 && mayTakeKvBranch(rule.name)) {
+      total % *rule.numKvHeads == 0 && maySplitByKvHeads(rule.name)) {
     int64_t kv = *rule.numKvHeads;
     // total * heads / kv, divided first (total is a multiple of kv) so
     // that the product cannot overflow.

@@ -41,6 +41,13 @@ Error Retargeter::checkTarget() const {
   if (options.dp < 1)
     return refuseRetarget("--dp " + std::to_string(options.dp) +
                           ": expected >= 1");
+  if (tp < 1 || tp > kMaxWorldSize)
+    return refuseRetarget("--tp " + std::to_string(tp) + ": expected 1 to " +
+                          std::to_string(kMaxWorldSize));
+  if (options.numKvHeads && !changesTp())
+    return refuseRetarget("--num-kv-heads: used only at a new TP degree "
+                          "(--tp), and the TP degree stays " +
+                          std::to_string(tp));
   // Bounded before any map is built: the target grid is dp x tp ranks
   // (dp alone first, so that the product cannot overflow).
   int64_t world = std::min(options.dp, kMaxWorldSize + 1) * tp;
@@ -56,20 +63,26 @@ Error Retargeter::checkTarget() const {
         checkpoint.getFolder() +
         ": frozen parameters (frozen_param_fragments) to or from ZeRO-3 are "
         "not supported");
+  // Frozen parameters and buffers have no split rules in
+  // universal_checkpoint_info.
+  if (changesTp() && hasFrozenParams(checkpoint))
+    return refuseRetarget(checkpoint.getFolder() +
+                          ": frozen parameters (frozen_param_fragments) at a "
+                          "new TP degree are not supported");
+  PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
+  std::optional<PickleCursor> buffers = root.find("buffer_names");
+  if (changesTp() && buffers && buffers->is(PickleValue::List) &&
+      !buffers->get().items.empty())
+    return refuseRetarget(checkpoint.getFolder() +
+                          ": module buffers (buffer_names) at a new TP "
+                          "degree are not supported");
   return Error::success();
-}
-
-/// Each parameter's map over the TP ranks alone, rank t holding its whole
-/// TP shard: where the model states' weights are.
-static std::vector<ParamMap> getTpMaps(const DeepSpeedCheckpoint &checkpoint) {
-  std::vector<ParamMap> maps;
-  for (const DeepSpeedParam &param : checkpoint.getParams())
-    maps.push_back(param.tpMap);
-  return maps;
 }
 
 Error Retargeter::plan() {
   if (Error error = checkTarget())
+    return error;
+  if (Error error = planTensorParallel())
     return error;
   llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
   for (size_t p = 0; p < params.size(); ++p) {
@@ -82,13 +95,13 @@ Error Retargeter::plan() {
     for (int64_t t = 0; t < tp; ++t) {
       std::vector<int64_t> elements;
       for (size_t p : group)
-        elements.push_back(*getNumElements(params[p].tpShapes[t]));
+        elements.push_back(*getNumElements(tpShapes[p][t]));
       perTp.push_back(layOutZeroGroup(elements, options.dp, stage));
     }
   }
   // Each parameter's target map: its TP map, each TP shard cut by the
-  // target's partitioning. getParams() is in group order, so are these.
-  std::vector<ParamMap> sources, targets;
+  // target's partitioning; and its TP map alone, for the weights.
+  std::vector<ParamMap> sources, targets, weights;
   for (size_t g = 0; g < groups.size(); ++g)
     for (auto [i, p] : llvm::enumerate(groups[g])) {
       const DeepSpeedParam &param = params[p];
@@ -98,16 +111,17 @@ Error Retargeter::plan() {
         for (int64_t d = 0; d < options.dp; ++d)
           sizes.push_back(layouts[g][t].getSlice(i, d).count);
         Expected<ParamMap> cut =
-            buildFlatRangeLayout(param.name, param.tpShapes[t], sizes);
+            buildFlatRangeLayout(param.name, tpShapes[p][t], sizes);
         if (!cut)
           return cut.takeError();
         inner.push_back(std::move(*cut));
       }
-      Expected<ParamMap> map = nestShardMaps(param.tpMap, inner);
+      Expected<ParamMap> map = nestShardMaps(tpMaps[p], inner);
       if (!map)
         return map.takeError();
       sources.push_back(param.map);
       targets.push_back(std::move(*map));
+      weights.push_back(tpMaps[p]);
     }
   ReplicaPolicy policy;
   policy.kind = ReplicaPolicy::Lowest;
@@ -118,10 +132,9 @@ Error Retargeter::plan() {
       return planned.takeError();
     programs[s] = std::move(*planned);
   }
-  if (isZero3Source() && !isZero3Target()) {
-    Expected<TransferPrograms> planned =
-        planTransfers(sources, getTpMaps(checkpoint), policy,
-                      getScalePower(OptimizerState::Fp32));
+  if (rebuildsWeights()) {
+    Expected<TransferPrograms> planned = planTransfers(
+        sources, weights, policy, getScalePower(OptimizerState::Fp32));
     if (!planned)
       return planned.takeError();
     weightPrograms = std::move(*planned);

@@ -46,11 +46,21 @@ Error Retargeter::replaceModuleWeights(
           module.getPath() + "['" + param.name + "']: not where ZeRO-" +
           std::to_string(checkpoint.getZeroStage()) + " puts the weight");
     tensors.push_back(tensor->getRef());
-    offset += *getNumElements(param.tpShapes[t]);
+    offset += *getNumElements(param.tpShapes[getTemplateTp(t)]);
   }
-  if (tensors.empty() || isZero3Source() == isZero3Target()) {
-    if (tensors.empty() || isZero3Target())
-      return Error::success(); // Placeholders stay as they are.
+  if (tensors.empty() || (isZero3Source() && isZero3Target()))
+    return Error::success(); // Placeholders stay as they are.
+  DType type = from.get(from.get(tensors[0]).storage).dtype;
+  if (isZero3Target()) {
+    for (PickleRef tensor : tensors) {
+      std::string key = std::to_string(nextKey++);
+      replaced[tensor] = b.tensor(b.storage(key, type, 0), 0, {0}, {1},
+                                  from.get(tensor).requiresGrad);
+      storages.push_back({NewStorage::Empty, key, type, g, 0, 0, 0});
+    }
+    return Error::success();
+  }
+  if (!rebuildsWeights()) {
     // The source's flat buffer (each tensor names it by key; the storage
     // values may be several), longer or shorter.
     const PickleValue &first = from.get(from.get(tensors[0]).storage);
@@ -64,16 +74,6 @@ Error Retargeter::replaceModuleWeights(
                         0, layout.getPaddedLength(), layout.total});
     return Error::success();
   }
-  DType type = from.get(from.get(tensors[0]).storage).dtype;
-  if (isZero3Target()) {
-    for (PickleRef tensor : tensors) {
-      std::string key = std::to_string(nextKey++);
-      replaced[tensor] = b.tensor(b.storage(key, type, 0), 0, {0}, {1},
-                                  from.get(tensor).requiresGrad);
-      storages.push_back({NewStorage::Empty, key, type, g, 0, 0, 0});
-    }
-    return Error::success();
-  }
   if (type != DType::F32 && type != DType::BF16 && type != DType::F16)
     return refuseRetarget(module.getPath() + ": weights of dtype " +
                           getSafetensorsName(type) +
@@ -81,7 +81,7 @@ Error Retargeter::replaceModuleWeights(
   std::string key = std::to_string(nextKey++);
   PickleRef storage = b.storage(key, type, layout.getPaddedLength());
   for (auto [i, tensor] : llvm::enumerate(tensors)) {
-    const Extents &shape = checkpoint.getParams()[groups[g][i]].tpShapes[t];
+    const Extents &shape = tpShapes[groups[g][i]][t];
     replaced[tensor] =
         b.tensor(storage, layout.offsets[i], shape, getRowMajorStrides(shape),
                  from.get(tensor).requiresGrad);
@@ -92,7 +92,7 @@ Error Retargeter::replaceModuleWeights(
 }
 
 Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
-  const TorchFile &source = *checkpoint.getModelFiles()[t];
+  const TorchFile &source = *checkpoint.getModelFiles()[getTemplateTp(t)];
   const PickleDocument &from = source.getDocument();
   PickleCursor root(from);
   auto inSource = [&](Error error) {
@@ -111,6 +111,8 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
                                            file.storages))
       return inSource(std::move(error));
   replaceStage(root, stage, b, replaced);
+  if (changesTp())
+    replaceTensorParallel(root, t, b, replaced);
   // The root's values the topology changes; the rest as they were.
   std::vector<std::pair<PickleRef, PickleRef>> items;
   Expected<std::vector<std::pair<std::string, PickleCursor>>> entries =
@@ -121,6 +123,8 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
     PickleRef copy = b.copy(from, value.getRef(), replaced);
     if (key == "dp_world_size")
       copy = b.integer(options.dp);
+    if (key == "mp_world_size")
+      copy = b.integer(tp);
     // ZeRO-1 records no frozen parameters as None, ZeRO-2 and 3 as empty
     // dicts.
     bool none = value.is(PickleValue::None) ||
@@ -138,7 +142,7 @@ Error Retargeter::writeModelStates(int64_t t, llvm::StringRef folder) {
   Expected<TargetFile> built = buildModelStates(t);
   if (!built)
     return built.takeError();
-  const TorchFile &source = *checkpoint.getModelFiles()[t];
+  const TorchFile &source = *checkpoint.getModelFiles()[getTemplateTp(t)];
   std::string tpRank = llvm::formatv("{0:d2}", t).str();
   // ZeRO-3: the same file for every DP rank.
   for (int64_t d = 0; d < (isZero3Target() ? options.dp : 1); ++d) {

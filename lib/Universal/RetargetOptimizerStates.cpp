@@ -66,7 +66,7 @@ static double getGradientClipping(const PickleCursor &root) {
 Expected<Retargeter::TargetFile>
 Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
   // The source's file of DP rank 0 and this TP rank is the template.
-  const TorchFile &source = checkpoint.getOptimizerFile(t);
+  const TorchFile &source = checkpoint.getOptimizerFile(getTemplateTp(t));
   const PickleDocument &from = source.getDocument();
   auto inSource = [&](Error error) {
     return refuseRetarget(source.getPath() + ": " +
@@ -217,7 +217,7 @@ Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
   Expected<TargetFile> built = buildOptimizerStates(d, t);
   if (!built)
     return built.takeError();
-  const TorchFile &source = checkpoint.getOptimizerFile(t);
+  const TorchFile &source = checkpoint.getOptimizerFile(getTemplateTp(t));
   llvm::SmallString<256> file(folder);
   // The source's names: bf16 runs prefix their optimizer files.
   std::string prefix =

@@ -41,7 +41,9 @@ class Retargeter {
 public:
   Retargeter(const DeepSpeedCheckpoint &checkpoint,
              const RetargetOptions &options)
-      : checkpoint(checkpoint), options(options), tp(checkpoint.getTpDegree()),
+      : checkpoint(checkpoint), options(options),
+        tp(options.tp.value_or(checkpoint.getTpDegree())),
+        sourceTp(checkpoint.getTpDegree()),
         stage(options.zeroStage.value_or(checkpoint.getZeroStage())) {}
 
   /// Checks the target and plans every copy; writes nothing.
@@ -80,6 +82,24 @@ private:
 
   /// Refuses a target that cannot be written, before any planning.
   llvm::Error checkTarget() const;
+  /// Each parameter's TP map at the target's degree
+  /// (RetargetTensorParallel.cpp).
+  llvm::Error planTensorParallel();
+  bool changesTp() const { return tp != sourceTp; }
+  /// The source TP rank whose files are the templates of target TP rank
+  /// `t`'s: its own, or rank 0's at a new degree.
+  int64_t getTemplateTp(int64_t t) const { return changesTp() ? 0 : t; }
+  /// Maps what a new TP degree changes in TP rank `t`'s model states
+  /// under `root`: param_shapes, the TP degree, sub_param_shard_widths.
+  void
+  replaceTensorParallel(const PickleCursor &root, int64_t t, PickleBuilder &b,
+                        llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Whether the target's model states hold weights the source's do not
+  /// (ZeRO-3's hold none; another TP degree cuts them anew): rebuilt from
+  /// the fp32 masters.
+  bool rebuildsWeights() const {
+    return !isZero3Target() && (isZero3Source() || changesTp());
+  }
   bool isZero3Source() const { return checkpoint.getZeroStage() == 3; }
   bool isZero3Target() const { return stage == 3; }
 
@@ -116,18 +136,25 @@ private:
 
   const DeepSpeedCheckpoint &checkpoint;
   const RetargetOptions &options;
-  int64_t tp;
+  /// The target's TP degree, and the source's.
+  int64_t tp, sourceTp;
   /// The target's ZeRO stage.
   int stage;
+  /// Per parameter, in getParams() order: its map over the target's TP
+  /// ranks, and the shape of each TP rank's shard.
+  std::vector<ParamMap> tpMaps;
+  std::vector<std::vector<Extents>> tpShapes;
+  /// At a new TP degree: the categories, sub-parameter widths recomputed,
+  /// which the target's universal_checkpoint_info records.
+  std::optional<LegacyCategories> targetCategories;
   /// Parameter indices of each group, in the group's order.
   std::vector<std::vector<size_t>> groups;
   /// Per group and TP rank: the target's partitioning.
   std::vector<std::vector<ZeroGroupLayout>> layouts;
   /// Per state: each parameter from the source grid to the target grid.
   std::array<TransferPrograms, 3> programs;
-  /// From ZeRO-3 into ZeRO-1/2 only: each parameter's fp32 weights from the
-  /// source grid to its TP shards, whole, which the target's model states
-  /// hold (ZeRO-3's hold none).
+  /// Where rebuildsWeights(): each parameter's fp32 weights from the
+  /// source grid to the target's TP shards, whole.
   TransferPrograms weightPrograms;
   std::atomic<int64_t> bytesWritten{0};
   std::atomic<size_t> filesWritten{0};

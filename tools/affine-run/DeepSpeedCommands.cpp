@@ -3,7 +3,8 @@
 //   affine-run ds-to-universal --input_folder CKPT/TAG --output_folder OUT
 //       [--inject_missing_state] [--no_strict] [--threads N] [--no-sync]
 //   affine-run ds-retarget --input_folder CKPT/TAG --output_folder OUT/TAG
-//       --dp M [--zero-stage S] [--threads N] [--no-sync]
+//       --dp M [--tp N [--num-kv-heads K]] [--zero-stage S] [--threads N]
+//       [--no-sync]
 //
 // ds-to-universal's options are spelt as DeepSpeed's ds_to_universal.py
 // spells them, so that the command drops into scripts written for it.
@@ -74,6 +75,20 @@ static cl::opt<bool> universalQuiet("quiet",
 static cl::opt<int64_t> targetDp("dp", cl::desc("the target's DP degree"),
                                  cl::value_desc("M"), cl::sub(retargetCommand),
                                  cl::cat(getDeepSpeedCategory()));
+static cl::opt<int64_t> targetTp(
+    "tp",
+    cl::desc("the target's TP degree (default: the source's); another "
+             "degree splits each parameter by universal_checkpoint_info's "
+             "rules"),
+    cl::value_desc("N"), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<int64_t> numKvHeads(
+    "num-kv-heads",
+    cl::desc("the model's num_kv_heads, which DeepSpeed's split of attention "
+             "weights at a new TP degree depends on, where the checkpoint "
+             "does not record it"),
+    cl::value_desc("K"), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<int>
     targetStage("zero-stage",
                 cl::desc("the target's ZeRO stage, 1, 2 or 3 (default: the "
@@ -104,6 +119,14 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
   options.dp = targetDp;
   if (targetStage.getNumOccurrences())
     options.zeroStage = targetStage;
+  if (targetTp.getNumOccurrences())
+    options.tp = targetTp;
+  if (numKvHeads.getNumOccurrences()) {
+    if (numKvHeads < 1)
+      return fail("--num-kv-heads " + std::to_string(numKvHeads) +
+                  ": expected >= 1");
+    options.numKvHeads = numKvHeads;
+  }
   options.threads = universalThreads;
   options.syncOutputs = !universalNoSync;
   if (!universalQuiet)
@@ -116,8 +139,8 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
     llvm::outs() << "ds-retarget: TP " << checkpoint.getTpDegree() << " x DP "
                  << checkpoint.getDpDegree() << " ZeRO-"
                  << checkpoint.getZeroStage() << " -> TP "
-                 << checkpoint.getTpDegree() << " x DP " << options.dp
-                 << " ZeRO-"
+                 << options.tp.value_or(checkpoint.getTpDegree()) << " x DP "
+                 << options.dp << " ZeRO-"
                  << options.zeroStage.value_or(checkpoint.getZeroStage())
                  << ", " << stats->files << " files, "
                  << llvm::format("%.3f", stats->bytesWritten / 1e6)

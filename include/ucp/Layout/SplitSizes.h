@@ -25,6 +25,10 @@ struct SplitRule {
   std::string name;
 };
 
+/// Whether DeepSpeed lets parameter `name` split by whole kv heads (MLP
+/// and vocabulary parameters never do).
+bool maySplitByKvHeads(llvm::StringRef name);
+
 /// Returns the sizes DeepSpeed gives the `tp` ranks for `total` rows.
 Extents getShardSizes(int64_t total, int64_t tp, const SplitRule &rule = {});
 

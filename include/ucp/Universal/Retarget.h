@@ -28,6 +28,11 @@ namespace ucp {
 struct RetargetOptions {
   /// The target's DP degree.
   int64_t dp = 1;
+  /// The target's TP degree; the source's if unset.
+  std::optional<int64_t> tp;
+  /// The model's num_kv_heads, for the split rules at a new TP degree
+  /// where the checkpoint does not record it.
+  std::optional<int64_t> numKvHeads;
   /// The target's ZeRO stage (1, 2 or 3); the source's if unset.
   std::optional<int> zeroStage;
   /// Worker threads (0: every core this process may run on).
@@ -46,8 +51,7 @@ struct RetargetStats {
 
 /// Writes `checkpoint` at the target topology to the new folder `output`
 /// (`OUT/TAG`), and `latest` beside it naming TAG. Nothing is left at
-/// `output` unless everything succeeds. A new TP degree is not supported
-/// (the TP degree stays the source's).
+/// `output` unless everything succeeds.
 llvm::Expected<RetargetStats>
 retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
                    llvm::StringRef output, const RetargetOptions &options);

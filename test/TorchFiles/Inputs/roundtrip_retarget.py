@@ -1,10 +1,11 @@
 """Retargets real checkpoints A -> B -> A and checks that A comes back.
 
-    roundtrip_retarget.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE...
+    roundtrip_retarget.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE[:TP[:KV]]...
 
 For each RUN of FIXTURES/deepspeed (a ZeRO checkpoint), retargets it
-to DP degree DP and ZeRO stage STAGE, then back to its own DP degree and
-stage, and compares every file of the result with the original once
+to DP degree DP, ZeRO stage STAGE and TP degree TP (the model's kv-head
+count KV given where the split rules need it), then back to its own
+degrees and stage, and compares every file of the result with the original once
 torch.load has read it: the same content, tensors bit for bit, but for
 the padding of ZeRO-3 partitions, which DeepSpeed leaves uninitialised and
 a retarget writes as zeros (the original's is zeroed first). B is also
@@ -21,10 +22,12 @@ from compare_universal import compare  # noqa: E402
 from compare_with_torch import load  # noqa: E402
 
 
-def retarget(affine_run, source, target, dp, stage):
+def retarget(affine_run, source, target, dp, stage, tp=None, kv=None):
     subprocess.run([affine_run, "ds-retarget", "--quiet", "--input_folder",
                     source, "--output_folder", target, "--dp", str(dp),
-                    "--zero-stage", str(stage)], check=True)
+                    "--zero-stage", str(stage)] +
+                   (["--tp", str(tp)] if tp else []) +
+                   (["--num-kv-heads", str(kv)] if kv else []), check=True)
 
 
 def flat(value):
@@ -81,7 +84,7 @@ def zero_padding(states, model, rank):
 
 def main(affine_run, fixtures, out, *cases):
     for case in cases:
-        run, dp, stage = case.split(":")
+        run, dp, stage, tp, kv = (case.split(":") + [None, None])[:5]
         folder = os.path.join(fixtures, "deepspeed", run, "checkpoint")
         with open(os.path.join(folder, "latest")) as f:
             tag = f.read()
@@ -91,14 +94,15 @@ def main(affine_run, fixtures, out, *cases):
                 "mp_rank_00_model_states.pt"))[0]))
         there = os.path.join(out, case.replace(":", "_"), "there", tag)
         back = os.path.join(out, case.replace(":", "_"), "back", tag)
-        retarget(affine_run, original, there, dp, stage)
+        retarget(affine_run, original, there, dp, stage, tp, kv)
         difference = same_universal(affine_run, original, there,
                                     os.path.dirname(os.path.dirname(there)))
         if difference:
             print(f"{case}: the Universal forms differ: {difference}")
             return 1
         retarget(affine_run, there, back, model["dp_world_size"],
-                 model["ds_config"]["zero_optimization"]["stage"])
+                 model["ds_config"]["zero_optimization"]["stage"],
+                 model["mp_world_size"], kv)
         names = sorted(os.listdir(original))
         if sorted(os.listdir(back)) != names:
             print(f"{case}: files {sorted(os.listdir(back))} vs {names}")

@@ -1,0 +1,195 @@
+//===- RetargetTensorParallel.cpp - The target's TP maps ------------------===//
+//
+// At the source's TP degree every parameter keeps its TP map. At another
+// degree the map comes from the split rules that universal_checkpoint_info
+// names (replicated, split along a dimension, vocabulary, sub-parameters),
+// applied by the layout library (lowerLegacyParam) at the new degree; the
+// same rules must first reproduce the source's recorded shards at the
+// source's degree, or the parameter is refused. A split DeepSpeed may make
+// by whole kv heads needs the model's num_kv_heads, which a checkpoint
+// records only sometimes: without it such a parameter is refused rather
+// than split by a guess.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Retargeter.h"
+#include "ucp/Layout/SplitSizes.h"
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+
+/// The shape of each rank's shard of `map`, in rank order, or an error
+/// naming the rank that holds no single shard.
+static Expected<std::vector<Extents>> getShardShapes(const ParamMap &map) {
+  std::vector<Extents> shapes;
+  for (int64_t rank = 0; rank < map.worldSize; ++rank) {
+    auto shard = llvm::find_if(map.shards,
+                               [&](const Shard &s) { return s.rank == rank; });
+    if (shard == map.shards.end())
+      return refuseRetarget("parameter '" + map.name + "': TP rank " +
+                            std::to_string(rank) + " would hold nothing");
+    shapes.push_back(shard->shape);
+  }
+  return shapes;
+}
+
+/// Lists shapes as "(a, b), (c, d)".
+static std::string formatShapes(llvm::ArrayRef<Extents> shapes) {
+  std::string list;
+  for (const Extents &shape : shapes) {
+    list += list.empty() ? "(" : ", (";
+    for (size_t d = 0; d < shape.size(); ++d)
+      list += (d ? ", " : "") + std::to_string(shape[d]);
+    list += ")";
+  }
+  return list;
+}
+
+/// `categories` with sub_param_shard_widths for `tp` ranks: each recorded
+/// entry's sub-parameters split again by the rule.
+static Expected<LegacyCategories>
+getTargetCategories(LegacyCategories categories, int64_t tp) {
+  for (auto &[key, widths] : categories.subParamShardWidths) {
+    auto category = llvm::find_if(categories.subParams, [&](const auto &c) {
+      return llvm::is_contained(c.patterns, key);
+    });
+    if (category == categories.subParams.end())
+      return refuseRetarget("sub_param_shard_widths['" + key +
+                            "']: no parameter_with_sub_params entry has "
+                            "this pattern, so its sub-parameters' sizes "
+                            "at another TP degree are unknown");
+    widths.clear();
+    for (int64_t size : category->subSizes)
+      widths.push_back(getShardSizes(
+          size, tp, {categories.numKvHeads, categories.grainSize, key}));
+  }
+  return categories;
+}
+
+Error Retargeter::planTensorParallel() {
+  llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
+  if (!changesTp()) {
+    for (const DeepSpeedParam &param : params) {
+      tpMaps.push_back(param.tpMap);
+      tpShapes.push_back(param.tpShapes);
+    }
+    return Error::success();
+  }
+  const std::optional<LegacyCategories> &recorded = checkpoint.getCategories();
+  if (!recorded)
+    return refuseRetarget(
+        checkpoint.getFolder() + ": --tp " + std::to_string(tp) +
+        ": a new TP degree needs the split rules of universal_checkpoint_info, "
+        "which the model states lack");
+  LegacyCategories source = *recorded;
+  if (options.numKvHeads) {
+    if (source.numKvHeads && *source.numKvHeads != *options.numKvHeads)
+      return refuseRetarget("--num-kv-heads " +
+                            std::to_string(*options.numKvHeads) +
+                            ": the checkpoint records num_kv_heads " +
+                            std::to_string(*source.numKvHeads));
+    source.numKvHeads = options.numKvHeads;
+  }
+  Expected<LegacyCategories> target = getTargetCategories(source, tp);
+  if (!target)
+    return target.takeError();
+  // A vocabulary whose shards carry no padding (AutoTP's) was split by the
+  // row rule, as any column-parallel weight; a padded one (Megatron's) by
+  // the vocabulary rule.
+  LegacyCategories sourceRows = source, targetRows = *target;
+  sourceRows.vocabulary.clear();
+  targetRows.vocabulary.clear();
+  for (const DeepSpeedParam &param : params) {
+    Expected<UniversalMerge> merge = classifyUniversalMerge(param.name, source);
+    if (!merge)
+      return merge.takeError();
+    bool split = merge->catDim || merge->subParams || merge->subParamCount;
+    bool needsKvHeads = split && !merge->vocabulary && !source.numKvHeads &&
+                        maySplitByKvHeads(param.name);
+    if (needsKvHeads && tp > 1)
+      return refuseRetarget(
+          "parameter '" + param.name + "': at TP " + std::to_string(tp) +
+          " DeepSpeed may split it by whole kv heads, and the checkpoint "
+          "does not record num_kv_heads: pass --num-kv-heads");
+    bool rows = merge->vocabulary && !param.tpMap.originalVocabSize;
+    LegacyParam whole{param.name, param.tpMap.logicalShape, {}};
+    // The rules must give the source's own shards first.
+    Expected<ParamMap> again =
+        lowerLegacyParam(whole, rows ? sourceRows : source, sourceTp);
+    Expected<std::vector<Extents>> shapes =
+        again ? getShardShapes(*again) : again.takeError();
+    if (!shapes)
+      return shapes.takeError();
+    if (*shapes != param.tpShapes)
+      return refuseRetarget(
+          "parameter '" + param.name + "': its TP shards " +
+          formatShapes(param.tpShapes) + " are not the " +
+          formatShapes(*shapes) +
+          " that universal_checkpoint_info's rules give at TP " +
+          std::to_string(sourceTp) +
+          ", so they cannot be carried to another degree" +
+          (needsKvHeads ? " (if DeepSpeed split it by kv heads, pass "
+                          "--num-kv-heads)"
+                        : ""));
+    Expected<ParamMap> map =
+        lowerLegacyParam(whole, rows ? targetRows : *target, tp);
+    Expected<std::vector<Extents>> targetShapes =
+        map ? getShardShapes(*map) : map.takeError();
+    if (!targetShapes)
+      return targetShapes.takeError();
+    tpMaps.push_back(std::move(*map));
+    tpShapes.push_back(std::move(*targetShapes));
+  }
+  targetCategories = std::move(*target);
+  return Error::success();
+}
+
+/// The value at `keys` under `root`, if every step is there.
+static std::optional<PickleCursor> findPath(const PickleCursor &root,
+                                            llvm::ArrayRef<const char *> keys) {
+  std::optional<PickleCursor> at = root;
+  for (const char *key : keys)
+    if (!(at = at->find(key)))
+      return std::nullopt;
+  return at;
+}
+
+void Retargeter::replaceTensorParallel(
+    const PickleCursor &root, int64_t t, PickleBuilder &b,
+    llvm::DenseMap<PickleRef, PickleRef> &replaced) const {
+  if (std::optional<PickleCursor> shapes = root.find("param_shapes")) {
+    std::vector<PickleRef> perGroup;
+    for (const std::vector<size_t> &group : groups) {
+      std::vector<std::pair<PickleRef, PickleRef>> items;
+      for (size_t p : group)
+        items.push_back(
+            {b.string(checkpoint.getParams()[p].name), b.size(tpShapes[p][t])});
+      perGroup.push_back(b.dict(items, /*ordered=*/true));
+    }
+    replaced[shapes->getRef()] = b.list(perGroup);
+  }
+  for (llvm::ArrayRef<const char *> keys :
+       {llvm::ArrayRef<const char *>{"checkpoint_parallel_dimensions",
+                                     "tp_degree"},
+        {"ds_config", "tensor_parallel", "autotp_size"}})
+    if (std::optional<PickleCursor> degree = findPath(root, keys))
+      replaced[degree->getRef()] = b.integer(tp);
+  std::optional<PickleCursor> widths =
+      findPath(root, {"universal_checkpoint_info", "sub_param_shard_widths"});
+  if (!widths || !targetCategories)
+    return;
+  std::vector<std::pair<PickleRef, PickleRef>> items;
+  for (const auto &[key, perSub] : targetCategories->subParamShardWidths) {
+    std::vector<PickleRef> subs;
+    for (const Extents &sizes : perSub) {
+      std::vector<PickleRef> ranks;
+      for (int64_t size : sizes)
+        ranks.push_back(b.integer(size));
+      subs.push_back(b.list(ranks));
+    }
+    items.push_back({b.string(key), b.list(subs)});
+  }
+  replaced[widths->getRef()] =
+      b.dict(items, widths->get().module == "collections");
+}
