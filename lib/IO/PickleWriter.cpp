@@ -46,6 +46,42 @@ PickleRef PickleBuilder::number(double value) {
   return add(std::move(v));
 }
 
+PickleRef PickleBuilder::json(const llvm::json::Value &value) {
+  switch (value.kind()) {
+  case llvm::json::Value::Null:
+    return none();
+  case llvm::json::Value::Boolean:
+    return boolean(*value.getAsBoolean());
+  case llvm::json::Value::Number:
+    if (std::optional<int64_t> whole = value.getAsInteger())
+      return integer(*whole);
+    return number(*value.getAsNumber());
+  case llvm::json::Value::String:
+    return string(*value.getAsString());
+  case llvm::json::Value::Array: {
+    std::vector<PickleRef> items;
+    for (const llvm::json::Value &item : *value.getAsArray())
+      items.push_back(json(item));
+    return list(items);
+  }
+  case llvm::json::Value::Object: {
+    // In key order: a json::Object keeps none.
+    const llvm::json::Object &object = *value.getAsObject();
+    std::vector<llvm::StringRef> keys;
+    for (const auto &item : object)
+      keys.push_back(item.first);
+    llvm::sort(keys);
+    std::vector<std::pair<PickleRef, PickleRef>> items;
+    for (llvm::StringRef key : keys) {
+      PickleRef name = string(key);
+      items.push_back({name, json(*object.get(key))});
+    }
+    return dict(items);
+  }
+  }
+  return none();
+}
+
 PickleRef PickleBuilder::string(StringRef text) {
   PickleValue v;
   v.kind = PickleValue::String;

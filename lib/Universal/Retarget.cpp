@@ -44,6 +44,9 @@ Error Retargeter::checkTarget() const {
   if (tp < 1 || tp > kMaxWorldSize)
     return refuseRetarget("--tp " + std::to_string(tp) + ": expected 1 to " +
                           std::to_string(kMaxWorldSize));
+  if (options.numKvHeads && !options.targetMaps.empty())
+    return refuseRetarget("--num-kv-heads: the maps of --target-map decide "
+                          "the split");
   if (options.numKvHeads && !changesTp())
     return refuseRetarget("--num-kv-heads: used only at a new TP degree "
                           "(--tp), and the TP degree stays " +
@@ -65,13 +68,13 @@ Error Retargeter::checkTarget() const {
         "not supported");
   // Frozen parameters and buffers have no split rules in
   // universal_checkpoint_info.
-  if (changesTp() && hasFrozenParams(checkpoint))
+  if (changesTpMaps() && hasFrozenParams(checkpoint))
     return refuseRetarget(checkpoint.getFolder() +
                           ": frozen parameters (frozen_param_fragments) at a "
                           "new TP degree are not supported");
   PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
   std::optional<PickleCursor> buffers = root.find("buffer_names");
-  if (changesTp() && buffers && buffers->is(PickleValue::List) &&
+  if (changesTpMaps() && buffers && buffers->is(PickleValue::List) &&
       !buffers->get().items.empty())
     return refuseRetarget(checkpoint.getFolder() +
                           ": module buffers (buffer_names) at a new TP "

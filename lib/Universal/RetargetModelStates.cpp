@@ -111,7 +111,7 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
                                            file.storages))
       return inSource(std::move(error));
   replaceStage(root, stage, b, replaced);
-  if (changesTp())
+  if (changesTpMaps())
     replaceTensorParallel(root, t, b, replaced);
   // The root's values the topology changes; the rest as they were.
   std::vector<std::pair<PickleRef, PickleRef>> items;
@@ -134,6 +134,10 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
       copy = stage == 1 ? b.none() : b.dict({}, /*ordered=*/true);
     items.push_back({b.string(key), copy});
   }
+  if (!root.find("universal_checkpoint_info"))
+    if (std::optional<PickleRef> map = buildAffineMap(b))
+      items.push_back({b.string("universal_checkpoint_info"),
+                       b.dict({{b.string("affine_map"), *map}})});
   file.document = b.finish(b.dict(items, root.get().module == "collections"));
   return file;
 }

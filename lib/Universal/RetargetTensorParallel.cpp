@@ -13,7 +13,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "Retargeter.h"
+#include "ucp/IO/MapDocument.h"
 #include "ucp/Layout/SplitSizes.h"
+
+#include "llvm/ADT/StringMap.h"
 
 using namespace ucp;
 using llvm::Error;
@@ -67,7 +70,58 @@ getTargetCategories(LegacyCategories categories, int64_t tp) {
   return categories;
 }
 
+Error Retargeter::takeTargetMaps() {
+  llvm::StringMap<const ParamMap *> byName;
+  for (const ParamMap &map : options.targetMaps) {
+    if (map.worldSize != tp)
+      return refuseRetarget(
+          "--target-map: parameter '" + map.name + "' is mapped over " +
+          std::to_string(map.worldSize) +
+          " ranks, and the target's TP degree is " + std::to_string(tp));
+    byName[map.name] = &map;
+  }
+  for (const DeepSpeedParam &param : checkpoint.getParams()) {
+    auto found = byName.find(param.name);
+    if (found == byName.end())
+      return refuseRetarget("--target-map: no map of parameter '" + param.name +
+                            "'");
+    const ParamMap &map = *found->second;
+    if (map.logicalShape != param.tpMap.logicalShape)
+      return refuseRetarget(
+          "--target-map: parameter '" + param.name + "' is mapped as " +
+          formatShapes({map.logicalShape}) + ", and the checkpoint's is " +
+          formatShapes({param.tpMap.logicalShape}));
+    Expected<std::vector<Extents>> shapes = getShardShapes(map);
+    if (!shapes)
+      return shapes.takeError();
+    tpMaps.push_back(map);
+    tpShapes.push_back(std::move(*shapes));
+    byName.erase(found);
+  }
+  if (!byName.empty())
+    return refuseRetarget("--target-map: parameter '" +
+                          byName.begin()->first().str() +
+                          "' is not a trainable parameter of the checkpoint");
+  return Error::success();
+}
+
+std::optional<PickleRef> Retargeter::buildAffineMap(PickleBuilder &b) const {
+  if (options.targetMaps.empty())
+    return std::nullopt;
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  writeMapDocument(options.targetMaps, os);
+  Expected<llvm::json::Value> document = llvm::json::parse(os.str());
+  if (!document) { // What writeMapDocument writes always parses.
+    llvm::consumeError(document.takeError());
+    return std::nullopt;
+  }
+  return b.json(*document);
+}
+
 Error Retargeter::planTensorParallel() {
+  if (!options.targetMaps.empty())
+    return takeTargetMaps();
   llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
   if (!changesTp()) {
     for (const DeepSpeedParam &param : params) {
@@ -155,6 +209,24 @@ static std::optional<PickleCursor> findPath(const PickleCursor &root,
   return at;
 }
 
+/// sub_param_shard_widths as `categories` hold them.
+static PickleRef buildShardWidths(PickleBuilder &b,
+                                  const LegacyCategories &categories,
+                                  bool ordered) {
+  std::vector<std::pair<PickleRef, PickleRef>> items;
+  for (const auto &[key, perSub] : categories.subParamShardWidths) {
+    std::vector<PickleRef> subs;
+    for (const Extents &sizes : perSub) {
+      std::vector<PickleRef> ranks;
+      for (int64_t size : sizes)
+        ranks.push_back(b.integer(size));
+      subs.push_back(b.list(ranks));
+    }
+    items.push_back({b.string(key), b.list(subs)});
+  }
+  return b.dict(items, ordered);
+}
+
 void Retargeter::replaceTensorParallel(
     const PickleCursor &root, int64_t t, PickleBuilder &b,
     llvm::DenseMap<PickleRef, PickleRef> &replaced) const {
@@ -169,27 +241,37 @@ void Retargeter::replaceTensorParallel(
     }
     replaced[shapes->getRef()] = b.list(perGroup);
   }
+  static const char *const kDimensions[] = {"checkpoint_parallel_dimensions",
+                                            "tp_degree"};
+  static const char *const kAutoTp[] = {"ds_config", "tensor_parallel",
+                                        "autotp_size"};
   for (llvm::ArrayRef<const char *> keys :
-       {llvm::ArrayRef<const char *>{"checkpoint_parallel_dimensions",
-                                     "tp_degree"},
-        {"ds_config", "tensor_parallel", "autotp_size"}})
+       {llvm::ArrayRef(kDimensions), llvm::ArrayRef(kAutoTp)})
     if (std::optional<PickleCursor> degree = findPath(root, keys))
       replaced[degree->getRef()] = b.integer(tp);
-  std::optional<PickleCursor> widths =
-      findPath(root, {"universal_checkpoint_info", "sub_param_shard_widths"});
-  if (!widths || !targetCategories)
+  // universal_checkpoint_info: the sub-parameter widths at the new degree
+  // (none where explicit maps replace the rules) and the maps given; a
+  // recorded affine_map no longer holds.
+  std::optional<PickleCursor> info = root.find("universal_checkpoint_info");
+  if (!info || !info->is(PickleValue::Dict))
     return;
+  const PickleDocument &from = root.getDocument();
+  const std::vector<PickleRef> &old = info->get().items;
   std::vector<std::pair<PickleRef, PickleRef>> items;
-  for (const auto &[key, perSub] : targetCategories->subParamShardWidths) {
-    std::vector<PickleRef> subs;
-    for (const Extents &sizes : perSub) {
-      std::vector<PickleRef> ranks;
-      for (int64_t size : sizes)
-        ranks.push_back(b.integer(size));
-      subs.push_back(b.list(ranks));
+  for (size_t i = 0; i + 1 < old.size(); i += 2) {
+    llvm::StringRef key = from.get(old[i]).text;
+    if (key == "affine_map")
+      continue;
+    PickleRef value = b.copy(from, old[i + 1], replaced);
+    if (key == "sub_param_shard_widths") {
+      if (!targetCategories)
+        continue;
+      value = buildShardWidths(b, *targetCategories,
+                               from.get(old[i + 1]).module == "collections");
     }
-    items.push_back({b.string(key), b.list(subs)});
+    items.push_back({b.copy(from, old[i], replaced), value});
   }
-  replaced[widths->getRef()] =
-      b.dict(items, widths->get().module == "collections");
+  if (std::optional<PickleRef> map = buildAffineMap(b))
+    items.push_back({b.string("affine_map"), *map});
+  replaced[info->getRef()] = b.dict(items, info->get().module == "collections");
 }

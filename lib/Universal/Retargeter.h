@@ -42,7 +42,9 @@ public:
   Retargeter(const DeepSpeedCheckpoint &checkpoint,
              const RetargetOptions &options)
       : checkpoint(checkpoint), options(options),
-        tp(options.tp.value_or(checkpoint.getTpDegree())),
+        tp(options.tp.value_or(options.targetMaps.empty()
+                                   ? checkpoint.getTpDegree()
+                                   : options.targetMaps[0].worldSize)),
         sourceTp(checkpoint.getTpDegree()),
         stage(options.zeroStage.value_or(checkpoint.getZeroStage())) {}
 
@@ -85,12 +87,21 @@ private:
   /// Each parameter's TP map at the target's degree
   /// (RetargetTensorParallel.cpp).
   llvm::Error planTensorParallel();
+  llvm::Error takeTargetMaps();
+  /// The target maps as universal_checkpoint_info's affine_map records
+  /// them, if they were given.
+  std::optional<PickleRef> buildAffineMap(PickleBuilder &b) const;
   bool changesTp() const { return tp != sourceTp; }
+  /// Whether the target's TP maps may differ from the source's.
+  bool changesTpMaps() const {
+    return changesTp() || !options.targetMaps.empty();
+  }
   /// The source TP rank whose files are the templates of target TP rank
   /// `t`'s: its own, or rank 0's at a new degree.
   int64_t getTemplateTp(int64_t t) const { return changesTp() ? 0 : t; }
-  /// Maps what a new TP degree changes in TP rank `t`'s model states
-  /// under `root`: param_shapes, the TP degree, sub_param_shard_widths.
+  /// Maps what new TP maps change in TP rank `t`'s model states under
+  /// `root`: param_shapes, the TP degree, sub_param_shard_widths, the
+  /// affine_map of universal_checkpoint_info.
   void
   replaceTensorParallel(const PickleCursor &root, int64_t t, PickleBuilder &b,
                         llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
@@ -98,7 +109,7 @@ private:
   /// (ZeRO-3's hold none; another TP degree cuts them anew): rebuilt from
   /// the fp32 masters.
   bool rebuildsWeights() const {
-    return !isZero3Target() && (isZero3Source() || changesTp());
+    return !isZero3Target() && (isZero3Source() || changesTpMaps());
   }
   bool isZero3Source() const { return checkpoint.getZeroStage() == 3; }
   bool isZero3Target() const { return stage == 3; }

@@ -3,8 +3,8 @@
 //   affine-run ds-to-universal --input_folder CKPT/TAG --output_folder OUT
 //       [--inject_missing_state] [--no_strict] [--threads N] [--no-sync]
 //   affine-run ds-retarget --input_folder CKPT/TAG --output_folder OUT/TAG
-//       --dp M [--tp N [--num-kv-heads K]] [--zero-stage S] [--threads N]
-//       [--no-sync]
+//       --dp M [--tp N [--num-kv-heads K] | --target-map FILE]
+//       [--zero-stage S] [--threads N] [--no-sync]
 //
 // ds-to-universal's options are spelt as DeepSpeed's ds_to_universal.py
 // spells them, so that the command drops into scripts written for it.
@@ -12,10 +12,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedCommands.h"
+#include "ucp/IO/MapDocument.h"
 #include "ucp/Universal/Retarget.h"
 #include "ucp/Universal/UniversalConversion.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace ucp;
@@ -89,6 +91,13 @@ static cl::opt<int64_t> numKvHeads(
              "does not record it"),
     cl::value_desc("K"), cl::sub(retargetCommand),
     cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string> targetMapFile(
+    "target-map",
+    cl::desc("explicit maps of the target's parameters over its TP ranks (a "
+             "map document) instead of universal_checkpoint_info's split "
+             "rules; their world size is the target's TP degree"),
+    cl::value_desc("FILE"), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<int>
     targetStage("zero-stage",
                 cl::desc("the target's ZeRO stage, 1, 2 or 3 (default: the "
@@ -121,6 +130,19 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
     options.zeroStage = targetStage;
   if (targetTp.getNumOccurrences())
     options.tp = targetTp;
+  if (!targetMapFile.empty()) {
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+        llvm::MemoryBuffer::getFile(targetMapFile);
+    if (!text)
+      return fail(targetMapFile + ": " + text.getError().message());
+    llvm::Expected<std::vector<ParamMap>> maps =
+        parseMapDocument((*text)->getBuffer());
+    if (!maps)
+      return fail(targetMapFile + ": " + llvm::toString(maps.takeError()));
+    if (maps->empty())
+      return fail(targetMapFile + ": no parameter is mapped");
+    options.targetMaps = std::move(*maps);
+  }
   if (numKvHeads.getNumOccurrences()) {
     if (numKvHeads < 1)
       return fail("--num-kv-heads " + std::to_string(numKvHeads) +
@@ -139,8 +161,10 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
     llvm::outs() << "ds-retarget: TP " << checkpoint.getTpDegree() << " x DP "
                  << checkpoint.getDpDegree() << " ZeRO-"
                  << checkpoint.getZeroStage() << " -> TP "
-                 << options.tp.value_or(checkpoint.getTpDegree()) << " x DP "
-                 << options.dp << " ZeRO-"
+                 << options.tp.value_or(options.targetMaps.empty()
+                                            ? checkpoint.getTpDegree()
+                                            : options.targetMaps[0].worldSize)
+                 << " x DP " << options.dp << " ZeRO-"
                  << options.zeroStage.value_or(checkpoint.getZeroStage())
                  << ", " << stats->files << " files, "
                  << llvm::format("%.3f", stats->bytesWritten / 1e6)

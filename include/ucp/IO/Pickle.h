@@ -36,6 +36,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -164,6 +165,9 @@ public:
   PickleRef tuple(llvm::ArrayRef<PickleRef> items);
   /// A torch.Size of `extents`.
   PickleRef size(llvm::ArrayRef<int64_t> extents);
+  /// `value` as Python's json.loads gives it: objects as dicts (keys
+  /// sorted), arrays as lists, integers as ints.
+  PickleRef json(const llvm::json::Value &value);
   /// A dict of (key, value) pairs in order; `ordered`: an OrderedDict.
   PickleRef dict(llvm::ArrayRef<std::pair<PickleRef, PickleRef>> items,
                  bool ordered = false);

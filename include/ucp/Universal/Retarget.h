@@ -30,6 +30,10 @@ struct RetargetOptions {
   int64_t dp = 1;
   /// The target's TP degree; the source's if unset.
   std::optional<int64_t> tp;
+  /// Explicit maps of the target over its TP ranks, one per trainable
+  /// parameter (a map document's), instead of the split rules; their world
+  /// size is the target's TP degree.
+  std::vector<ParamMap> targetMaps;
   /// The model's num_kv_heads, for the split rules at a new TP degree
   /// where the checkpoint does not record it.
   std::optional<int64_t> numKvHeads;
