@@ -13,14 +13,18 @@ warm page cache:
                and written once, which no converter can beat
   affine-run   affine-run ds-to-universal (its outputs synced to disk)
   retarget     affine-run ds-retarget to DP dp + 1 (synced)
+  to ZeRO-3    affine-run ds-retarget to DP dp + 1 and ZeRO-3 (synced),
+               which DeepSpeed's own route cannot do
   DeepSpeed    with --deepspeed, DeepSpeed's ds_to_universal.py, then sync
                (the first half of its way to another topology; the second,
                loading the Universal checkpoint in a job, is not timed)
 
 and prints, per command, the median wall time, its ratio to the copy floor
 of the same run, the peak resident memory of the process and its children,
-and the peak extra disk: the most the free space fell below what it was at
-the start, less the size of the final output (so, the temporary files).
+the peak extra disk: the most the free space fell below what it was at
+the start, less the size of the final output (so, the temporary files),
+and the largest file written (for a retarget, the largest target
+partition's optimizer file: the memory target is that plus 256 MiB).
 """
 import argparse
 import os
@@ -63,8 +67,17 @@ def free_bytes(path):
     return stat.f_bavail * stat.f_frsize
 
 
+def largest_file(root):
+    largest = 0
+    for folder, _, names in os.walk(root):
+        for n in names:
+            largest = max(largest, os.path.getsize(os.path.join(folder, n)))
+    return largest
+
+
 def measure(command, output, env=None):
-    """Runs `command`; returns (seconds, peak RSS bytes, extra disk bytes)."""
+    """Runs `command`; returns (seconds, peak RSS bytes, extra disk bytes,
+    largest output file bytes)."""
     start_free = free_bytes(args.work)
     lowest = [start_free]
     done = threading.Event()
@@ -89,7 +102,7 @@ def measure(command, output, env=None):
         sys.exit(f"{' '.join(command)} failed ({status}):\n" + open(log).read())
     lowest[0] = min(lowest[0], free_bytes(args.work))
     extra = (start_free - lowest[0]) - folder_bytes(output)
-    return seconds, usage.ru_maxrss * 1024, max(extra, 0)
+    return seconds, usage.ru_maxrss * 1024, max(extra, 0), largest_file(output)
 
 
 def main():
@@ -115,6 +128,10 @@ def main():
                                "--quiet", "--input_folder", source,
                                "--output_folder", o, "--dp",
                                str(args.dp + 1)],
+        "to ZeRO-3": lambda o: [os.path.join(BIN, "affine-run"),
+                                "ds-retarget", "--quiet", "--input_folder",
+                                source, "--output_folder", o, "--dp",
+                                str(args.dp + 1), "--zero-stage", "3"],
     }
     env = None
     if args.deepspeed:
@@ -143,13 +160,14 @@ def main():
     print(f"checkpoint: {size / 1e9:.2f} GB in {source}, "
           f"{args.repetitions} runs each, medians")
     print(f"{'command':<12} {'wall s':>8} {'x floor':>8} {'peak RSS MB':>12} "
-          f"{'extra disk MB':>14}")
+          f"{'extra disk MB':>14} {'largest file MB':>16}")
     for name, runs in samples.items():
         wall = statistics.median(r[0] for r in runs)
         rss = max(r[1] for r in runs)
         extra = max(r[2] for r in runs)
+        largest = max(r[3] for r in runs)
         print(f"{name:<12} {wall:8.2f} {wall / floor:8.2f} {rss / 1e6:12.0f} "
-              f"{extra / 1e6:14.0f}")
+              f"{extra / 1e6:14.0f} {largest / 1e6:16.0f}")
 
 
 main()
