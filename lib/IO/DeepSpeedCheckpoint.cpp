@@ -49,35 +49,6 @@ static Error refuse(const llvm::Twine &why) {
   return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
 }
 
-namespace ucp {
-
-/// Reads a checkpoint into a DeepSpeedCheckpoint, one step per method.
-class DeepSpeedReader {
-public:
-  explicit DeepSpeedReader(DeepSpeedCheckpoint &checkpoint)
-      : checkpoint(checkpoint) {}
-  Error run(llvm::StringRef folder);
-
-private:
-  Error readFiles();
-  Error checkOneRun() const;
-  Error readTensorParallelLayout();
-  Error buildParams();
-  Expected<ParamMap> buildTpMap(llvm::StringRef name,
-                                llvm::ArrayRef<Extents> shapes) const;
-  /// The model states of TP rank `t` (DP rank 0's, for ZeRO-3).
-  const ModelStates &getModel(int64_t t) const { return models[t]; }
-
-  DeepSpeedCheckpoint &checkpoint;
-  CheckpointFiles files;
-  std::vector<ModelStates> models;
-  std::vector<OptimizerStates> optimizers;
-  std::map<std::string, ParamMap> affineMaps;
-  std::optional<LegacyCategories> &categories = checkpoint.categories;
-};
-
-} // namespace ucp
-
 Error DeepSpeedReader::readFiles() {
   for (const std::string &path : files.modelFiles) {
     Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
@@ -322,6 +293,7 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
     return listed.takeError();
   files = std::move(*listed);
   checkpoint.folder = folder.str();
+  checkpoint.optimizerPrefix = scan->prefix;
   checkpoint.tp = files.tp;
   checkpoint.dp = files.dp;
   if (Error error = readFiles())
@@ -344,9 +316,33 @@ DeepSpeedCheckpoint::open(llvm::StringRef folder) {
   return checkpoint;
 }
 
+Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+DeepSpeedCheckpoint::openUniversal(llvm::StringRef folder) {
+  auto checkpoint =
+      std::unique_ptr<DeepSpeedCheckpoint>(new DeepSpeedCheckpoint());
+  DeepSpeedReader reader(*checkpoint);
+  if (Error error = reader.runUniversal(folder))
+    return std::move(error);
+  return checkpoint;
+}
+
+void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,
+                                               int64_t rank,
+                                               OptimizerState state,
+                                               const char *data,
+                                               size_t bytes) const {
+  const TorchFile &file =
+      isUniversal()
+          ? *universalFiles[getIndex(param)][static_cast<size_t>(state)]
+          : *ranks[rank].file;
+  file.releasePages(data, bytes);
+}
+
 TensorData DeepSpeedCheckpoint::getFragment(const DeepSpeedParam &param,
                                             int64_t rank,
                                             OptimizerState state) const {
+  if (isUniversal())
+    return universalStates[getIndex(param)][static_cast<size_t>(state)];
   const RankFile &file = ranks[rank];
   const FragmentSlice &slice = param.slices[rank];
   TensorData partition = file.file->getTensor(

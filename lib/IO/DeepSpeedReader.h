@@ -13,6 +13,7 @@
 #include "ucp/IO/DeepSpeedCheckpoint.h"
 #include "ucp/IO/PickleCursor.h"
 
+#include <map>
 #include <set>
 
 namespace ucp {
@@ -104,6 +105,38 @@ llvm::Expected<std::vector<std::vector<FragmentSlice>>>
 placeFragments(llvm::ArrayRef<GroupParam> params,
                llvm::ArrayRef<const RankGroup *> ranks,
                llvm::ArrayRef<std::string> files, bool zero3);
+
+/// Reads a checkpoint into a DeepSpeedCheckpoint, one step per method.
+class DeepSpeedReader {
+public:
+  explicit DeepSpeedReader(DeepSpeedCheckpoint &checkpoint)
+      : checkpoint(checkpoint) {}
+  llvm::Error run(llvm::StringRef folder);
+  /// Reads a Universal checkpoint folder instead
+  /// (UniversalCheckpointReader.cpp).
+  llvm::Error runUniversal(llvm::StringRef folder);
+
+private:
+  llvm::Error readFiles();
+  llvm::Error checkOneRun() const;
+  llvm::Error readTensorParallelLayout();
+  llvm::Error buildParams();
+  llvm::Expected<ParamMap> buildTpMap(llvm::StringRef name,
+                                      llvm::ArrayRef<Extents> shapes) const;
+  llvm::Error findUniversalFiles(llvm::StringRef folder);
+  llvm::Error buildUniversalParams();
+  llvm::Error readUniversalStates(const DeepSpeedParam &param);
+  llvm::Error buildUniversalTemplates();
+  /// The model states of TP rank `t` (DP rank 0's, for ZeRO-3).
+  const ModelStates &getModel(int64_t t) const { return models[t]; }
+
+  DeepSpeedCheckpoint &checkpoint;
+  CheckpointFiles files;
+  std::vector<ModelStates> models;
+  std::vector<OptimizerStates> optimizers;
+  std::map<std::string, ParamMap> affineMaps;
+  std::optional<LegacyCategories> &categories = checkpoint.categories;
+};
 
 } // namespace ucp
 

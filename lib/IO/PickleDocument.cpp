@@ -223,3 +223,15 @@ void ucp::printPickleTree(const PickleDocument &document, llvm::raw_ostream &os,
                           TensorPrinter printTensor) {
   TreePrinter(document, os, printTensor).print(document.getRoot(), "$");
 }
+
+int64_t ucp::getNextStorageKey(const PickleDocument &document) {
+  int64_t next = 0;
+  for (PickleRef ref = 0; ref < document.size(); ++ref) {
+    const PickleValue &value = document.get(ref);
+    int64_t key;
+    if (value.kind == PickleValue::Storage &&
+        !llvm::StringRef(value.text).getAsInteger(10, key))
+      next = std::max(next, key + 1);
+  }
+  return next;
+}

@@ -149,20 +149,24 @@ Error Retargeter::plan() {
 /// released (16 MiB of fp32).
 constexpr int64_t kBatchElements = int64_t(1) << 22;
 
-void Retargeter::releaseSource(int64_t rank, const StridedCopy &copy,
+void Retargeter::releaseSource(const DeepSpeedParam &param,
+                               OptimizerState state, int64_t rank,
+                               const StridedCopy &copy,
                                const ProgramBuffers &buffers) const {
   // The span of the source view: its first element to its last.
   int64_t last = copy.source.offset;
   for (size_t d = 0; d < copy.shape.size(); ++d)
     last += (copy.shape[d] - 1) * copy.source.strides[d];
   const char *data = static_cast<const char *>(buffers.sources.at(rank));
-  checkpoint.getOptimizerFile(rank).releasePages(
-      data + copy.source.offset * 4, (last - copy.source.offset + 1) * 4);
+  checkpoint.releaseFragmentPages(param, rank, state,
+                                  data + copy.source.offset * 4,
+                                  (last - copy.source.offset + 1) * 4);
 }
 
 void Retargeter::runIntoTarget(const CopyProgram &whole, int64_t target,
                                int64_t elements, const ProgramBuffers &buffers,
-                               bool releaseSources) const {
+                               const DeepSpeedParam *releasing,
+                               OptimizerState state) const {
   // The copies into one target buffer, a few megabytes at a time, each
   // batch's source pages released once it is done (when asked): memory
   // holds the target and little of the inputs.
@@ -174,10 +178,10 @@ void Retargeter::runIntoTarget(const CopyProgram &whole, int64_t target,
       batch.fills.push_back(fill);
   auto run = [&] {
     executeOnCpu(batch, buffers, DType::F32, /*threads=*/1);
-    if (releaseSources)
+    if (releasing)
       for (const BufferPairCopies &pair : batch.pairs)
         for (const StridedCopy &copy : pair.copies)
-          releaseSource(pair.sourceBuffer, copy, buffers);
+          releaseSource(*releasing, state, pair.sourceBuffer, copy, buffers);
     batch.pairs.clear();
     batch.fills.clear();
   };
@@ -226,7 +230,7 @@ void Retargeter::fillPartition(size_t g, int64_t d, int64_t t, size_t state,
         getSources(checkpoint, param, kOptimizerStates[state]);
     buffers.targets[target] = buffer.data() + slice.offset * 4;
     runIntoTarget(programs[state].at(param.name), target, slice.count, buffers,
-                  /*releaseSources=*/true);
+                  &param, kOptimizerStates[state]);
   });
 }
 
@@ -245,7 +249,7 @@ void Retargeter::fillWeights(size_t g, int64_t t, DType type,
         getSources(checkpoint, param, OptimizerState::Fp32);
     buffers.targets[t] = master.data();
     runIntoTarget(weightPrograms.at(param.name), t, elements, buffers,
-                  /*releaseSources=*/false);
+                  /*releasing=*/nullptr, OptimizerState::Fp32);
     char *out = buffer.data() + layout.offsets[i] * size;
     for (int64_t e = 0; e < elements; ++e) {
       if (type == DType::F32) {
@@ -296,18 +300,6 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
     bytesWritten += storage.elements * size;
   }
   return Error::success();
-}
-
-int64_t ucp::getNextStorageKey(const PickleDocument &document) {
-  int64_t next = 0;
-  for (PickleRef ref = 0; ref < document.size(); ++ref) {
-    const PickleValue &value = document.get(ref);
-    int64_t key;
-    if (value.kind == PickleValue::Storage &&
-        !llvm::StringRef(value.text).getAsInteger(10, key))
-      next = std::max(next, key + 1);
-  }
-  return next;
 }
 
 void ucp::replaceStage(const PickleCursor &root, int stage,

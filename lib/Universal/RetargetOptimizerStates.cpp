@@ -220,11 +220,9 @@ Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
   const TorchFile &source = checkpoint.getOptimizerFile(getTemplateTp(t));
   llvm::SmallString<256> file(folder);
   // The source's names: bf16 runs prefix their optimizer files.
-  std::string prefix =
-      path::filename(source.getPath()).starts_with("bf16_") ? "bf16_" : "";
-  path::append(file, prefix + "zero_pp_rank_" + std::to_string(d) +
-                         "_mp_rank_" + llvm::formatv("{0:d2}", t).str() +
-                         "_optim_states.pt");
+  path::append(file, checkpoint.getOptimizerFilePrefix() + "zero_pp_rank_" +
+                         std::to_string(d) + "_mp_rank_" +
+                         llvm::formatv("{0:d2}", t).str() + "_optim_states.pt");
   Expected<std::unique_ptr<TorchFileWriter>> writer =
       TorchFileWriter::create(file, built->document);
   if (!writer)

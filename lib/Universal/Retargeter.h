@@ -29,10 +29,6 @@ namespace ucp {
 /// An error with message `why`.
 llvm::Error refuseRetarget(const llvm::Twine &why);
 
-/// The largest numeric storage key of `document`, plus one: where new
-/// storages' keys start.
-int64_t getNextStorageKey(const PickleDocument &document);
-
 /// Maps ds_config's zero_optimization.stage under `root` to `stage`.
 void replaceStage(const PickleCursor &root, int stage, PickleBuilder &builder,
                   llvm::DenseMap<PickleRef, PickleRef> &replaced);
@@ -136,9 +132,15 @@ private:
                             bool releaseSource);
 
   // Data (Retarget.cpp).
+  /// Runs the copies of `whole` into target buffer `target` (of
+  /// `elements`), releasing the source pages of `state` of `releasing`
+  /// as each batch is done, if given.
   void runIntoTarget(const CopyProgram &whole, int64_t target, int64_t elements,
-                     const ProgramBuffers &buffers, bool releaseSources) const;
-  void releaseSource(int64_t rank, const StridedCopy &copy,
+                     const ProgramBuffers &buffers,
+                     const DeepSpeedParam *releasing,
+                     OptimizerState state) const;
+  void releaseSource(const DeepSpeedParam &param, OptimizerState state,
+                     int64_t rank, const StridedCopy &copy,
                      const ProgramBuffers &buffers) const;
   void fillPartition(size_t g, int64_t d, int64_t t, size_t state,
                      std::vector<char> &buffer) const;

@@ -3,6 +3,8 @@
 //   affine-run ds-to-universal --input_folder CKPT/TAG --output_folder OUT
 //       [--inject_missing_state] [--no_strict] [--threads N] [--no-sync]
 //   affine-run ds-retarget --input_folder CKPT/TAG --output_folder OUT/TAG
+//   affine-run universal-to-ds --input_folder UNIV --output_folder OUT/TAG
+//       (either of the two with)
 //       --dp M [--tp N [--num-kv-heads K] | --target-map FILE]
 //       [--zero-stage S] [--threads N] [--no-sync]
 //
@@ -34,21 +36,30 @@ static cl::SubCommand
                      "checkpoint, as DeepSpeed's ds_to_universal.py does");
 static cl::SubCommand
     retargetCommand("ds-retarget",
-                    "write the DeepSpeed ZeRO-1/2 checkpoint a job at "
-                    "another DP degree or stage would have saved");
+                    "write the DeepSpeed ZeRO checkpoint a job at another DP "
+                    "or TP degree or ZeRO stage would have saved");
+static cl::SubCommand fromUniversalCommand(
+    "universal-to-ds",
+    "write the DeepSpeed ZeRO checkpoint a job at the given topology would "
+    "have saved after loading a Universal checkpoint (load_universal, "
+    "offline)");
 static cl::opt<std::string>
     inputFolder("input_folder",
                 cl::desc("the checkpoint folder, CKPT/TAG (the folder of "
-                         "*_model_states.pt and *_optim_states.pt files)"),
+                         "*_model_states.pt and *_optim_states.pt files), or "
+                         "the Universal checkpoint's folder (of zero/ and "
+                         "the model states)"),
                 cl::value_desc("folder"), cl::sub(universalCommand),
-                cl::sub(retargetCommand), cl::cat(getDeepSpeedCategory()));
+                cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
+                cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string> outputFolder(
     "output_folder",
     cl::desc("the new folder: of the Universal checkpoint (latest_universal "
              "beside it names it), or OUT/TAG of the retargeted one (latest "
              "beside it names TAG)"),
     cl::value_desc("folder"), cl::sub(universalCommand),
-    cl::sub(retargetCommand), cl::cat(getDeepSpeedCategory()));
+    cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<bool> injectMissingState(
     "inject_missing_state",
     cl::desc("convert a ZeRO-1/2 checkpoint without universal_checkpoint_info "
@@ -63,19 +74,21 @@ static cl::opt<unsigned> universalThreads(
     "threads",
     cl::desc("worker threads (default: every core this process may run on)"),
     cl::init(0), cl::sub(universalCommand), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<bool> universalNoSync(
     "no-sync",
     cl::desc("return without waiting for the outputs to reach the disk"),
     cl::sub(universalCommand), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<bool> universalQuiet("quiet",
                                     cl::desc("print no progress or summary"),
                                     cl::sub(universalCommand),
                                     cl::sub(retargetCommand),
+                                    cl::sub(fromUniversalCommand),
                                     cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> targetDp("dp", cl::desc("the target's DP degree"),
                                  cl::value_desc("M"), cl::sub(retargetCommand),
+                                 cl::sub(fromUniversalCommand),
                                  cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> targetTp(
     "tp",
@@ -83,31 +96,32 @@ static cl::opt<int64_t> targetTp(
              "degree splits each parameter by universal_checkpoint_info's "
              "rules"),
     cl::value_desc("N"), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> numKvHeads(
     "num-kv-heads",
     cl::desc("the model's num_kv_heads, which DeepSpeed's split of attention "
              "weights at a new TP degree depends on, where the checkpoint "
              "does not record it"),
     cl::value_desc("K"), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string> targetMapFile(
     "target-map",
     cl::desc("explicit maps of the target's parameters over its TP ranks (a "
              "map document) instead of universal_checkpoint_info's split "
              "rules; their world size is the target's TP degree"),
     cl::value_desc("FILE"), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<int>
     targetStage("zero-stage",
                 cl::desc("the target's ZeRO stage, 1, 2 or 3 (default: the "
                          "source's)"),
                 cl::value_desc("S"), cl::sub(retargetCommand),
-                cl::cat(getDeepSpeedCategory()));
+                cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 
 bool isDeepSpeedCommand() {
   return static_cast<bool>(universalCommand) ||
-         static_cast<bool>(retargetCommand);
+         static_cast<bool>(retargetCommand) ||
+         static_cast<bool>(fromUniversalCommand);
 }
 
 static int fail(const llvm::Twine &message) {
@@ -158,7 +172,10 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   if (!universalQuiet)
-    llvm::outs() << "ds-retarget: TP " << checkpoint.getTpDegree() << " x DP "
+    llvm::outs() << (checkpoint.isUniversal()
+                         ? "universal-to-ds: Universal, TP "
+                         : "ds-retarget: TP ")
+                 << checkpoint.getTpDegree() << " x DP "
                  << checkpoint.getDpDegree() << " ZeRO-"
                  << checkpoint.getZeroStage() << " -> TP "
                  << options.tp.value_or(options.targetMaps.empty()
@@ -179,10 +196,11 @@ int runDeepSpeedCommand() {
   if (outputFolder.empty())
     return fail("--output_folder is required");
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
-      DeepSpeedCheckpoint::open(inputFolder);
+      fromUniversalCommand ? DeepSpeedCheckpoint::openUniversal(inputFolder)
+                           : DeepSpeedCheckpoint::open(inputFolder);
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
-  if (retargetCommand)
+  if (retargetCommand || fromUniversalCommand)
     return runRetarget(**checkpoint);
   UniversalOptions options;
   options.threads = universalThreads;

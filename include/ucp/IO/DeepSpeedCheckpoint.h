@@ -76,10 +76,24 @@ public:
   /// Opens the checkpoint in `folder` (`CKPT/TAG`).
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
   open(llvm::StringRef folder);
+  /// Opens the Universal checkpoint in `folder` (DeepSpeed's
+  /// ds_to_universal output, or ds-to-universal's) as the checkpoint of
+  /// one DP rank holding every parameter whole: each parameter's map
+  /// holds its full tensor on rank 0, read from `zero/<name>/<state>.pt`;
+  /// the model states are the folder's, and each TP rank's optimizer file
+  /// is rebuilt from `zero/optimizer_state.pt` and the steps, its
+  /// partitions left empty (a template for writing the ZeRO files again).
+  static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+  openUniversal(llvm::StringRef folder);
+  /// Whether it was opened by openUniversal.
+  bool isUniversal() const { return !universalStates.empty(); }
 
   llvm::StringRef getFolder() const { return folder; }
   int64_t getTpDegree() const { return tp; }
   int64_t getDpDegree() const { return dp; }
+  /// What the optimizer files' names start with: "bf16_" for bf16 runs,
+  /// else "".
+  llvm::StringRef getOptimizerFilePrefix() const { return optimizerPrefix; }
   /// 1, 2 or 3 (a BF16_Optimizer checkpoint, which records none, is 1).
   int getZeroStage() const { return stage; }
   /// In group order, then in the group's order.
@@ -88,6 +102,11 @@ public:
   /// The fragment of `state` of `param` that grid rank `rank` holds.
   TensorData getFragment(const DeepSpeedParam &param, int64_t rank,
                          OptimizerState state) const;
+  /// Drops from memory the pages of `bytes` from `data`, inside that
+  /// fragment: done reading them.
+  void releaseFragmentPages(const DeepSpeedParam &param, int64_t rank,
+                            OptimizerState state, const char *data,
+                            size_t bytes) const;
   /// The categories of universal_checkpoint_info, if the model states
   /// carry it.
   const std::optional<LegacyCategories> &getCategories() const {
@@ -124,9 +143,12 @@ public:
 
 private:
   friend class DeepSpeedReader;
+  size_t getIndex(const DeepSpeedParam &param) const {
+    return &param - params.data();
+  }
   DeepSpeedCheckpoint() = default;
 
-  std::string folder;
+  std::string folder, optimizerPrefix;
   int64_t tp = 1, dp = 1;
   int stage = 1;
   std::vector<DeepSpeedParam> params;
@@ -134,6 +156,10 @@ private:
   std::vector<std::unique_ptr<TorchFile>> modelFiles;
   /// Per grid rank.
   std::vector<RankFile> ranks;
+  /// A Universal checkpoint's: per parameter (in getParams() order) and
+  /// state, its file and its full tensor there.
+  std::vector<std::array<std::unique_ptr<TorchFile>, 3>> universalFiles;
+  std::vector<std::array<TensorData, 3>> universalStates;
 };
 
 } // namespace ucp

@@ -151,6 +151,10 @@ void printPickleTree(const PickleDocument &document, llvm::raw_ostream &os,
 /// which opcode the pickle went wrong.
 llvm::Expected<PickleDocument> readPickle(llvm::StringRef bytes);
 
+/// The largest numeric storage key of `document`, plus one: where new
+/// storages' keys start.
+int64_t getNextStorageKey(const PickleDocument &document);
+
 /// Builds a document value by value, to be written.
 class PickleBuilder {
 public:

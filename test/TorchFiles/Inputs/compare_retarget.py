@@ -1,12 +1,15 @@
 """Checks affine-run ds-retarget against what DeepSpeed saved at the target.
 
-    compare_retarget.py AFFINE_RUN FIXTURES OUT PAIR...
+    compare_retarget.py [--from-universal] AFFINE_RUN FIXTURES OUT PAIR...
 
 Each PAIR is a folder FIXTURES/deepspeed-retarget/<source>__to__<target>/
 (target.json: the target's dp and zero_stage; checkpoint/<tag>: what
 DeepSpeed saved after resuming the source there). Retargets
 FIXTURES/deepspeed/<source>/checkpoint/<tag> into OUT/PAIR/<tag> and
-compares the two folders file by file once torch.load has read them:
+compares the two folders file by file once torch.load has read them
+(with --from-universal, affine-run universal-to-ds writes OUT/PAIR/<tag>
+from DeepSpeed's Universal form of the source instead, the offline
+equivalent of the load_universal DeepSpeed ran):
 everything equal (tensors bit for bit), but for what the fixtures' README
 says carries no meaning: ds_config's `checkpoint.load_universal` (an
 artefact of DeepSpeed's route) and the order of the keys of Adam's state
@@ -62,7 +65,9 @@ def check_zero3_groups(ours, theirs, source):
     return None
 
 
-def main(affine_run, fixtures, out, *pairs):
+def main(*argv):
+    universal = argv[0] == "--from-universal"
+    affine_run, fixtures, out, *pairs = argv[1:] if universal else argv
     for pair in pairs:
         folder = os.path.join(fixtures, "deepspeed-retarget", pair)
         with open(os.path.join(folder, "target.json")) as f:
@@ -72,8 +77,17 @@ def main(affine_run, fixtures, out, *pairs):
         source = os.path.join(fixtures, "deepspeed", target["source"],
                               "checkpoint", tag)
         ours = os.path.join(out, pair, tag)
-        subprocess.run([affine_run, "ds-retarget", "--quiet",
-                        "--input_folder", source, "--output_folder", ours,
+        command = "ds-retarget"
+        if universal:
+            command = "universal-to-ds"
+            forms = os.path.join(fixtures, "deepspeed", target["source"],
+                                 "universal")
+            with open(os.path.join(forms, "latest_universal")) as f:
+                source_input = os.path.join(forms, f.read())
+        else:
+            source_input = source
+        subprocess.run([affine_run, command, "--quiet",
+                        "--input_folder", source_input, "--output_folder", ours,
                         "--dp", str(target["dp"]), "--zero-stage",
                         str(target["zero_stage"])], check=True)
         theirs = os.path.join(folder, "checkpoint", tag)

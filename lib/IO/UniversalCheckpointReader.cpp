@@ -1,0 +1,201 @@
+//===- UniversalCheckpointReader.cpp - A Universal checkpoint, read -------===//
+//
+// A Universal checkpoint folder holds the source run's model states (byte
+// copies, so its TP degree, param_shapes and universal_checkpoint_info),
+// each parameter's full fp32 weights and Adam moments in
+// `zero/<name>/<state>.pt` (ZeRO-1/2 with TP: a dict whose `param` is the
+// tensor; ZeRO-3 without TP: the bare flat tensor), its step in `step.pt`
+// (ZeRO-1/2), and the rest of the optimizer's state in
+// `zero/optimizer_state.pt`. It is read as a checkpoint of one DP rank:
+// each parameter's map holds the full tensor on rank 0, its TP map comes
+// from the model states as for any checkpoint, and the optimizer file each
+// TP rank lacks is rebuilt in the source stage's form from
+// optimizer_state.pt and the steps, with empty partitions: the template a
+// writer fills for the target.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeepSpeedReader.h"
+#include "ucp/IO/TorchFileWriter.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+
+static Error refuse(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why);
+}
+
+static std::string joinPath(llvm::StringRef a, llvm::StringRef b,
+                            llvm::StringRef c = "", llvm::StringRef d = "") {
+  llvm::SmallString<256> joined(a);
+  for (llvm::StringRef part : {b, c, d})
+    if (!part.empty())
+      path::append(joined, part);
+  return std::string(joined);
+}
+
+/// The model-state file of TP rank `t` (DP rank 0's for ZeRO-3).
+static std::string getModelFileName(bool zero3, int64_t t) {
+  std::string tp = llvm::formatv("{0:d2}", t).str();
+  return zero3 ? "zero_pp_rank_0_mp_rank_" + tp + "_model_states.pt"
+               : "mp_rank_" + tp + "_model_states.pt";
+}
+
+Error DeepSpeedReader::findUniversalFiles(llvm::StringRef folder) {
+  for (bool zero3 : {false, true})
+    if (fs::is_regular_file(joinPath(folder, getModelFileName(zero3, 0)))) {
+      files.zero3 = zero3;
+      break;
+    } else if (zero3) {
+      return refuse(folder + ": neither " + getModelFileName(false, 0) +
+                    " nor " + getModelFileName(true, 0) +
+                    ": not a Universal checkpoint folder");
+    }
+  std::string first = joinPath(folder, getModelFileName(files.zero3, 0));
+  Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(first);
+  if (!file)
+    return file.takeError();
+  Expected<ModelStates> grid = readModelStates(**file);
+  if (!grid)
+    return grid.takeError();
+  if (std::string error = checkWorldSize(grid->mpWorldSize, "mp_world_size");
+      !error.empty())
+    return refuse(first + ": " + error);
+  files.tp = grid->mpWorldSize;
+  files.dp = 1;
+  for (int64_t t = 0; t < files.tp; ++t) {
+    files.modelFiles.push_back(
+        joinPath(folder, getModelFileName(files.zero3, t)));
+    if (!fs::is_regular_file(files.modelFiles.back()))
+      return refuse(files.modelFiles.back() + ": missing (" + first +
+                    " records " + std::to_string(files.tp) + " TP ranks)");
+  }
+  if (!fs::is_directory(joinPath(folder, "zero")))
+    return refuse(joinPath(folder, "zero") +
+                  ": missing: not a Universal checkpoint folder");
+  return Error::success();
+}
+
+/// The full tensor of a Universal state file: the tensor itself, or the
+/// `param` of its dict.
+static Expected<TensorData> readUniversalTensor(const TorchFile &file) {
+  PickleCursor root(file.getDocument());
+  std::optional<PickleCursor> tensor =
+      root.is(PickleValue::Tensor) ? std::optional(root) : root.find("param");
+  if (!tensor || !tensor->is(PickleValue::Tensor))
+    return refuse(file.getPath() +
+                  ": neither a tensor nor a dict with a 'param' tensor");
+  return file.getTensor(tensor->getRef());
+}
+
+Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
+  const Extents &full = param.tpMap.logicalShape;
+  int64_t elements = *getNumElements(full);
+  std::array<std::unique_ptr<TorchFile>, 3> &opened =
+      checkpoint.universalFiles.emplace_back();
+  std::array<TensorData, 3> &states = checkpoint.universalStates.emplace_back();
+  for (OptimizerState state : kOptimizerStates) {
+    std::string name = joinPath(checkpoint.folder, "zero", param.name,
+                                (getStateName(state) + ".pt").str());
+    Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(name);
+    if (!file)
+      return file.takeError();
+    Expected<TensorData> tensor = readUniversalTensor(**file);
+    if (!tensor)
+      return tensor.takeError();
+    // The full tensor, row-major; ZeRO-3 without TP keeps it flat.
+    if (tensor->dtype != DType::F32 ||
+        (tensor->shape != full && tensor->shape != Extents{elements}) ||
+        tensor->strides != getRowMajorStrides(tensor->shape))
+      return refuse(name + ": parameter '" + param.name +
+                    "' must be a contiguous fp32 tensor of " +
+                    formatList(full) + " (its full shape), got " +
+                    getSafetensorsName(tensor->dtype).str() + " " +
+                    formatList(tensor->shape));
+    states[static_cast<size_t>(state)] = *tensor;
+    opened[static_cast<size_t>(state)] = std::move(*file);
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::buildUniversalParams() {
+  for (size_t g = 0; g < getModel(0).groups.size(); ++g)
+    for (size_t p = 0; p < getModel(0).groups[g].size(); ++p) {
+      DeepSpeedParam param;
+      param.name = getModel(0).groups[g][p].name;
+      param.group = g;
+      for (int64_t t = 0; t < files.tp; ++t)
+        param.tpShapes.push_back(getModel(t).groups[g][p].shape);
+      Expected<ParamMap> tpMap = buildTpMap(param.name, param.tpShapes);
+      if (!tpMap)
+        return tpMap.takeError();
+      // A vocabulary padded in F has rows no Universal file holds.
+      if (tpMap->originalVocabSize)
+        return refuse(files.modelFiles[0] + ": parameter '" + param.name +
+                      "': a vocabulary padded for its split, whose "
+                      "Universal form drops the padding, is not supported");
+      param.tpMap = std::move(*tpMap);
+      Expected<ParamMap> whole =
+          buildReplicatedLayout(param.name, param.tpMap.logicalShape, 1);
+      if (!whole)
+        return whole.takeError();
+      param.map = std::move(*whole);
+      param.slices = {{0, *getNumElements(param.tpMap.logicalShape)}};
+      if (Error error = readUniversalStates(param))
+        return error;
+      checkpoint.params.push_back(std::move(param));
+    }
+  return Error::success();
+}
+
+Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
+  checkpoint.folder = folder.str();
+  if (Error error = findUniversalFiles(folder))
+    return error;
+  checkpoint.tp = files.tp;
+  checkpoint.dp = 1;
+  if (Error error = readFiles())
+    return error;
+  for (auto [path, model] : llvm::zip(files.modelFiles, models))
+    if (model.mpWorldSize != files.tp || model.version != models[0].version ||
+        model.globalSteps != models[0].globalSteps)
+      return refuse(path +
+                    ": its mp_world_size, ds_version or global_steps "
+                    "differ from " +
+                    files.modelFiles[0] + "'s");
+  // The stage the source ran: what the copied model states' config says.
+  PickleCursor root(checkpoint.modelFiles[0]->getDocument());
+  Expected<PickleCursor> stage = root.at("ds_config");
+  if (stage)
+    stage = stage->at("zero_optimization");
+  if (stage)
+    stage = stage->at("stage");
+  Expected<int64_t> value = stage ? stage->getInt() : stage.takeError();
+  if (!value || *value < 1 || *value > 3 || (*value == 3) != files.zero3)
+    return refuse(files.modelFiles[0] + ": ds_config.zero_optimization." +
+                  "stage " +
+                  (value ? std::to_string(*value) + " is not the stage of"
+                         : llvm::toString(value.takeError()) + ", for") +
+                  " its file names");
+  checkpoint.stage = *value;
+  // DeepSpeed names the optimizer files of bf16 runs bf16_*.
+  std::optional<PickleCursor> bf16 = root.find("ds_config");
+  bf16 = bf16 ? bf16->find("bf16") : std::nullopt;
+  bf16 = bf16 ? bf16->find("enabled") : std::nullopt;
+  if (bf16 && bf16->is(PickleValue::Bool) && bf16->get().boolean)
+    checkpoint.optimizerPrefix = "bf16_";
+  if (Error error = readTensorParallelLayout())
+    return error;
+  if (Error error = buildUniversalParams())
+    return error;
+  return buildUniversalTemplates();
+}
