@@ -15,6 +15,8 @@ warm page cache:
   retarget     affine-run ds-retarget to DP dp + 1 (synced)
   to ZeRO-3    affine-run ds-retarget to DP dp + 1 and ZeRO-3 (synced),
                which DeepSpeed's own route cannot do
+  from univ.   affine-run universal-to-ds to DP dp + 1 from the Universal
+               form (made once, untimed): the offline load_universal
   DeepSpeed    with --deepspeed, DeepSpeed's ds_to_universal.py, then sync
                (the first half of its way to another topology; the second,
                loading the Universal checkpoint in a job, is not timed)
@@ -133,6 +135,15 @@ def main():
                                 source, "--output_folder", o, "--dp",
                                 str(args.dp + 1), "--zero-stage", "3"],
     }
+    universal = os.path.join(args.work, "universal", "step3_universal")
+    if not os.path.isdir(universal):
+        subprocess.run([os.path.join(BIN, "affine-run"), "ds-to-universal",
+                        "--quiet", "--inject_missing_state", "--input_folder",
+                        source, "--output_folder", universal], check=True)
+    commands["from univ."] = lambda o: [
+        os.path.join(BIN, "affine-run"), "universal-to-ds", "--quiet",
+        "--input_folder", universal, "--output_folder", o, "--dp",
+        str(args.dp + 1)]
     env = None
     if args.deepspeed:
         root = os.path.dirname(os.path.dirname(os.path.dirname(

@@ -1,13 +1,15 @@
 //===- Retargeter.h - The steps of retargeting a checkpoint -----*- C++ -*-===//
 //
 // Internal to the Universal library. A Retargeter plans a checkpoint's
-// move to another DP degree and ZeRO stage (the target's flattening of
-// each group, each parameter's map over the target grid, the copy
-// programs), then writes the target's files: optimizer states per grid
-// rank (RetargetOptimizerStates.cpp) and model states per TP rank, or per
-// grid rank for ZeRO-3 (RetargetModelStates.cpp), each document the
+// move to another DP and TP degree and ZeRO stage (each parameter's TP map
+// at the target's degree, RetargetTensorParallel.cpp; the target's ZeRO
+// partitioning of each group; each parameter's map over the target grid;
+// the copy programs), then writes the target's files: optimizer states per
+// grid rank (RetargetOptimizerStates.cpp) and model states per TP rank, or
+// per grid rank for ZeRO-3 (RetargetModelStates.cpp), each document the
 // source's with what the topology decides replaced, and the data filled
-// from the memory-mapped source fragments (Retarget.cpp).
+// from the memory-mapped source fragments (Retarget.cpp). The source may
+// be a Universal checkpoint read as one DP rank of whole tensors.
 //
 //===----------------------------------------------------------------------===//
 

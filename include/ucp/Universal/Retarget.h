@@ -1,18 +1,22 @@
 //===- Retarget.h - A DeepSpeed checkpoint at another topology ----*- C++
 //-*-===//
 //
-// The checkpoint a DeepSpeed job at another DP degree and ZeRO stage (1 to
-// 3, across the ZeRO-1/2 and ZeRO-3 forms too) would have saved, written
-// straight from the source's files: every parameter's map over the source
-// grid is planned into its map over the target grid (the same TP map, each
-// TP shard cut by the target's ZeRO partitioning), and each target
-// partition is executed from the memory-mapped source fragments, with no
-// Universal intermediate and no full tensor. Model states and optimizer
-// files are the source's with what the topology changes replaced:
-// dp_world_size, the stage, the module weights (flat bf16 buffers padded
-// for the new DP degree, or ZeRO-3's empty placeholders), partitions, group
-// paddings, partition counts and param_slice_mappings. Padding is written
-// as zeros.
+// The checkpoint a DeepSpeed job at another DP degree, TP degree and ZeRO
+// stage (1 to 3, across the ZeRO-1/2 and ZeRO-3 forms too) would have
+// saved, written straight from the source's files: every parameter's map
+// over the source grid is planned into its map over the target grid (its
+// TP map at the target's degree, from universal_checkpoint_info's split
+// rules or given, each TP shard cut by the target's ZeRO partitioning), and
+// each target partition is executed from the memory-mapped source
+// fragments, with no Universal intermediate and no full tensor. Model
+// states and optimizer files are the source's with what the topology
+// changes replaced: dp_world_size and the TP degree, the stage, the module
+// weights (flat bf16 buffers padded for the new DP degree, rebuilt from the
+// fp32 masters where the source holds none or other TP shards, or ZeRO-3's
+// empty placeholders), param_shapes, partitions, group paddings, partition
+// counts and param_slice_mappings. Padding is written as zeros. The source
+// may also be a Universal checkpoint (DeepSpeedCheckpoint::openUniversal):
+// the offline equivalent of DeepSpeed's load_universal.
 //
 //===----------------------------------------------------------------------===//
 
