@@ -263,6 +263,24 @@ void Retargeter::fillWeights(size_t g, int64_t t, DType type,
   });
 }
 
+Error Retargeter::writeTargetFile(llvm::StringRef path, const TargetFile &file,
+                                  const TorchFile &source, int64_t d, int64_t t,
+                                  bool releaseSource) {
+  Expected<std::unique_ptr<TorchFileWriter>> writer =
+      TorchFileWriter::create(path, file.document);
+  if (!writer)
+    return writer.takeError();
+  if (Error error =
+          writeStorages(**writer, source, d, t, file.storages, releaseSource))
+    return error;
+  if (Error error = (*writer)->copyStoragesFrom(source))
+    return error;
+  if (Error error = (*writer)->commit(/*durable=*/false))
+    return error;
+  ++filesWritten;
+  return Error::success();
+}
+
 Error Retargeter::writeStorages(TorchFileWriter &writer,
                                 const TorchFile &source, int64_t d, int64_t t,
                                 llvm::ArrayRef<NewStorage> storages,

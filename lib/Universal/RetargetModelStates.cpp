@@ -155,18 +155,9 @@ Error Retargeter::writeModelStates(int64_t t, llvm::StringRef folder) {
                            ? "zero_pp_rank_" + std::to_string(d) + "_mp_rank_" +
                                  tpRank + "_model_states.pt"
                            : "mp_rank_" + tpRank + "_model_states.pt");
-    Expected<std::unique_ptr<TorchFileWriter>> writer =
-        TorchFileWriter::create(file, built->document);
-    if (!writer)
-      return writer.takeError();
-    if (Error error = writeStorages(**writer, source, d, t, built->storages,
-                                    /*releaseSource=*/!isZero3Target()))
+    if (Error error = writeTargetFile(file, *built, source, d, t,
+                                      /*releaseSource=*/!isZero3Target()))
       return error;
-    if (Error error = (*writer)->copyStoragesFrom(source))
-      return error;
-    if (Error error = (*writer)->commit(/*durable=*/false))
-      return error;
-    ++filesWritten;
   }
   return Error::success();
 }

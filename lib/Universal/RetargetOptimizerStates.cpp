@@ -223,17 +223,5 @@ Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
   path::append(file, checkpoint.getOptimizerFilePrefix() + "zero_pp_rank_" +
                          std::to_string(d) + "_mp_rank_" +
                          llvm::formatv("{0:d2}", t).str() + "_optim_states.pt");
-  Expected<std::unique_ptr<TorchFileWriter>> writer =
-      TorchFileWriter::create(file, built->document);
-  if (!writer)
-    return writer.takeError();
-  if (Error error = writeStorages(**writer, source, d, t, built->storages,
-                                  /*releaseSource=*/false))
-    return error;
-  if (Error error = (*writer)->copyStoragesFrom(source))
-    return error;
-  if (Error error = (*writer)->commit(/*durable=*/false))
-    return error;
-  ++filesWritten;
-  return Error::success();
+  return writeTargetFile(file, *built, source, d, t, /*releaseSource=*/false);
 }

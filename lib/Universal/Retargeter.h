@@ -127,7 +127,12 @@ private:
                        llvm::DenseMap<PickleRef, PickleRef> &replaced,
                        std::vector<NewStorage> &storages) const;
   llvm::Error writeModelStates(int64_t t, llvm::StringRef folder);
-  /// Writes `storages` of `file` into `writer` (the rest are the source's).
+  /// Writes `file` at `path` for grid rank (d, t): its new storages, the
+  /// rest copied from `source`.
+  llvm::Error writeTargetFile(llvm::StringRef path, const TargetFile &file,
+                              const TorchFile &source, int64_t d, int64_t t,
+                              bool releaseSource);
+  /// Writes `storages` into `writer` (the rest are the source's).
   llvm::Error writeStorages(TorchFileWriter &writer, const TorchFile &source,
                             int64_t d, int64_t t,
                             llvm::ArrayRef<NewStorage> storages,
