@@ -22,7 +22,9 @@ warm page cache:
                loading the Universal checkpoint in a job, is not timed)
 
 and prints, per command, the median wall time, its ratio to the copy floor
-of the same run, the peak resident memory of the process and its children,
+of the same run (the ratio of the medians, and the median of the ratios
+of each round to that round's floor, which the disk's drift from round to
+round disturbs less), the peak resident memory of the process and its children,
 the peak extra disk: the most the free space fell below what it was at
 the start, less the size of the final output (so, the temporary files),
 and the largest file written (for a retarget, the largest target
@@ -170,15 +172,17 @@ def main():
     floor = statistics.median(s[0] for s in samples["copy floor"])
     print(f"checkpoint: {size / 1e9:.2f} GB in {source}, "
           f"{args.repetitions} runs each, medians")
-    print(f"{'command':<12} {'wall s':>8} {'x floor':>8} {'peak RSS MB':>12} "
-          f"{'extra disk MB':>14} {'largest file MB':>16}")
+    print(f"{'command':<12} {'wall s':>8} {'x floor':>8} {'paired':>8} "
+          f"{'peak RSS MB':>12} {'extra disk MB':>14} {'largest file MB':>16}")
     for name, runs in samples.items():
         wall = statistics.median(r[0] for r in runs)
         rss = max(r[1] for r in runs)
         extra = max(r[2] for r in runs)
         largest = max(r[3] for r in runs)
-        print(f"{name:<12} {wall:8.2f} {wall / floor:8.2f} {rss / 1e6:12.0f} "
-              f"{extra / 1e6:14.0f} {largest / 1e6:16.0f}")
+        paired = statistics.median(
+            r[0] / f[0] for r, f in zip(runs, samples["copy floor"]))
+        print(f"{name:<12} {wall:8.2f} {wall / floor:8.2f} {paired:8.2f} "
+              f"{rss / 1e6:12.0f} {extra / 1e6:14.0f} {largest / 1e6:16.0f}")
 
 
 main()

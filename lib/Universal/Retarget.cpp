@@ -145,6 +145,9 @@ Error Retargeter::plan() {
   return Error::success();
 }
 
+/// The bytes of zeros a partition's padding is written from at a time.
+constexpr size_t kZeroPiece = size_t(1) << 20;
+
 /// The elements a batch of copies moves before its source pages are
 /// released (16 MiB of fp32).
 constexpr int64_t kBatchElements = int64_t(1) << 22;
@@ -163,6 +166,23 @@ void Retargeter::releaseSource(const DeepSpeedParam &param,
                                   (last - copy.source.offset + 1) * 4);
 }
 
+/// The part of `whole` that writes target buffer `target` (of `elements`):
+/// its fills, and its copies if `withCopies`.
+static CopyProgram selectTarget(const CopyProgram &whole, int64_t target,
+                                int64_t elements, bool withCopies) {
+  CopyProgram part;
+  part.sourceElements = whole.sourceElements;
+  part.targetElements[target] = elements;
+  for (const StridedFill &fill : whole.fills)
+    if (fill.targetBuffer == target)
+      part.fills.push_back(fill);
+  if (withCopies)
+    for (const BufferPairCopies &pair : whole.pairs)
+      if (pair.targetBuffer == target)
+        part.pairs.push_back(pair);
+  return part;
+}
+
 void Retargeter::runIntoTarget(const CopyProgram &whole, int64_t target,
                                int64_t elements, const ProgramBuffers &buffers,
                                const DeepSpeedParam *releasing,
@@ -170,12 +190,8 @@ void Retargeter::runIntoTarget(const CopyProgram &whole, int64_t target,
   // The copies into one target buffer, a few megabytes at a time, each
   // batch's source pages released once it is done (when asked): memory
   // holds the target and little of the inputs.
-  CopyProgram batch;
-  batch.sourceElements = whole.sourceElements;
-  batch.targetElements[target] = elements;
-  for (const StridedFill &fill : whole.fills)
-    if (fill.targetBuffer == target)
-      batch.fills.push_back(fill);
+  CopyProgram batch = selectTarget(whole, target, elements,
+                                   /*withCopies=*/false);
   auto run = [&] {
     executeOnCpu(batch, buffers, DType::F32, /*threads=*/1);
     if (releasing)
@@ -263,6 +279,45 @@ void Retargeter::fillWeights(size_t g, int64_t t, DType type,
   });
 }
 
+std::optional<Retargeter::PartitionRuns>
+Retargeter::getPartitionRuns(size_t g, int64_t d, int64_t t, size_t state,
+                             int64_t elements, llvm::StringRef zeros) const {
+  const ZeroGroupLayout &layout = layouts[g][t];
+  int64_t target = d * tp + t;
+  PartitionRuns runs;
+  int64_t at = 0; // Elements of the partition laid out so far.
+  auto pad = [&](int64_t upTo) {
+    for (int64_t n; at < upTo; at += n) {
+      n = std::min<int64_t>(upTo - at, zeros.size() / 4);
+      runs.pieces.push_back(zeros.take_front(n * 4));
+    }
+  };
+  for (auto [i, p] : llvm::enumerate(groups[g])) {
+    FragmentSlice slice = layout.getSlice(i, d);
+    if (slice.count == 0)
+      continue;
+    const DeepSpeedParam &param = checkpoint.getParams()[p];
+    std::optional<std::vector<ContiguousRun>> contiguous =
+        getContiguousRuns(selectTarget(programs[state].at(param.name), target,
+                                       slice.count, /*withCopies=*/true),
+                          target);
+    if (!contiguous)
+      return std::nullopt;
+    pad(slice.offset);
+    OptimizerState which = kOptimizerStates[state];
+    for (const ContiguousRun &run : *contiguous) {
+      const char *data =
+          checkpoint.getFragment(param, run.sourceBuffer, which).data +
+          run.sourceOffset * 4;
+      runs.pieces.push_back({data, size_t(run.elements * 4)});
+      runs.sources.push_back({&param, run.sourceBuffer, runs.pieces.back()});
+    }
+    at += slice.count;
+  }
+  pad(elements);
+  return runs;
+}
+
 Error Retargeter::writeTargetFile(llvm::StringRef path, const TargetFile &file,
                                   const TorchFile &source, int64_t d, int64_t t,
                                   bool releaseSource) {
@@ -290,8 +345,17 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
     int64_t size = getElementSize(storage.type);
     std::vector<llvm::StringRef> pieces;
     std::string zeros;
+    std::optional<PartitionRuns> runs;
     switch (storage.fill) {
     case NewStorage::Partition:
+      // Straight from the mapped source fragments where the partition only
+      // concatenates them (as a flat partition from flat ones does).
+      zeros.assign(kZeroPiece, '\0');
+      if ((runs = getPartitionRuns(storage.group, d, t, storage.state,
+                                   storage.elements, zeros))) {
+        pieces = runs->pieces;
+        break;
+      }
       fillPartition(storage.group, d, t, storage.state, buffer);
       pieces.push_back({buffer.data(), size_t(storage.elements * size)});
       break;
@@ -315,6 +379,11 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
                 source.releasePages(chunk.data(), chunk.size()); // Read once.
             }))
       return error;
+    if (runs)
+      for (const PartitionRuns::Source &read : runs->sources)
+        checkpoint.releaseFragmentPages(*read.param, read.rank,
+                                        kOptimizerStates[storage.state],
+                                        read.bytes.data(), read.bytes.size());
     bytesWritten += storage.elements * size;
   }
   return Error::success();
