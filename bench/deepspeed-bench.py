@@ -157,8 +157,9 @@ def main():
             "sh", "-c", f'"{args.python}" "{args.deepspeed}" --input_folder '
             f'"{source}" --output_folder "{o}" --inject_missing_state && sync']
     # Warm the page cache, as every run after the first sees it.
-    subprocess.run(["cat"] + [os.path.join(source, f) for f in os.listdir(source)],
-                   stdout=subprocess.DEVNULL, check=True)
+    inputs = [os.path.join(d, f) for top in (source, universal)
+              for d, _, names in os.walk(top) for f in names]
+    subprocess.run(["cat"] + inputs, stdout=subprocess.DEVNULL, check=True)
     samples = {name: [] for name in commands}
     for _ in range(args.repetitions):
         for name, command in commands.items():
