@@ -55,7 +55,7 @@ static cl::opt<std::string>
 static cl::opt<std::string> outputFolder(
     "output_folder",
     cl::desc("the new folder: of the Universal checkpoint (latest_universal "
-             "beside it names it), or OUT/TAG of the retargeted one (latest "
+             "beside it names it), or OUT/TAG of the DeepSpeed one (latest "
              "beside it names TAG)"),
     cl::value_desc("folder"), cl::sub(universalCommand),
     cl::sub(retargetCommand), cl::sub(fromUniversalCommand),

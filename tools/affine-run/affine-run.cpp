@@ -470,7 +470,9 @@ int main(int argc, char **argv) {
       "  affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
       "OUT\n"
       "  affine-run ds-retarget --input_folder CKPT/TAG --output_folder "
-      "OUT/TAG --dp M [--zero-stage S]\n\n"
+      "OUT/TAG --dp M [--tp N] [--zero-stage S]\n"
+      "  affine-run universal-to-ds --input_folder UNIV --output_folder "
+      "OUT/TAG --dp M [--tp N] [--zero-stage S]\n\n"
       "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
       "is written unless the whole run succeeds; extract, rebuild and reshard "
       "return once their outputs are on disk (unless --no-sync).\n");
