@@ -97,7 +97,19 @@ static Expected<TensorData> readUniversalTensor(const TorchFile &file) {
   return file.getTensor(tensor->getRef());
 }
 
+Error ucp::checkUniversalFolderName(llvm::StringRef name) {
+  if (name.empty() || name == "." || name == ".." ||
+      name.find_first_of(llvm::StringRef("/\0", 2)) != llvm::StringRef::npos)
+    return refuse("parameter '" + name +
+                  "': its name cannot be a folder name (zero/<name>/), "
+                  "so it has no place in a Universal checkpoint");
+  return Error::success();
+}
+
 Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
+  if (Error error = checkUniversalFolderName(param.name))
+    return refuse(files.modelFiles[0] + ": " +
+                  llvm::toString(std::move(error)));
   const Extents &full = param.tpMap.logicalShape;
   int64_t elements = *getNumElements(full);
   std::array<std::unique_ptr<TorchFile>, 3> &opened =
@@ -159,6 +171,7 @@ Error DeepSpeedReader::buildUniversalParams() {
 
 Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
   checkpoint.folder = folder.str();
+  checkpoint.universal = true;
   if (Error error = findUniversalFiles(folder))
     return error;
   checkpoint.tp = files.tp;

@@ -85,17 +85,6 @@ private:
 
 } // namespace
 
-/// Refuses a parameter name that is not one folder name: it becomes
-/// `zero/<name>/`, and `..` or a slash would write outside the output.
-static Error checkFolderName(llvm::StringRef name) {
-  if (name.empty() || name == "." || name == ".." ||
-      name.find_first_of(llvm::StringRef("/\0", 2)) != llvm::StringRef::npos)
-    return refuse("parameter '" + name +
-                  "': its name cannot be a folder name (zero/<name>/), "
-                  "so it has no place in a Universal checkpoint");
-  return Error::success();
-}
-
 Expected<UniversalStateLayout>
 UniversalConverter::planLayout(const DeepSpeedParam &param,
                                const ParamMap &full) const {
@@ -174,7 +163,7 @@ Error UniversalConverter::plan() {
   std::vector<ParamMap> sources, targets;
   std::vector<UniversalMerge> merges;
   for (const DeepSpeedParam &param : checkpoint.getParams()) {
-    if (Error error = checkFolderName(param.name))
+    if (Error error = checkUniversalFolderName(param.name))
       return error;
     ParamPlan plan;
     plan.param = &param;

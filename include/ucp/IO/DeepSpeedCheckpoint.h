@@ -70,6 +70,11 @@ struct DeepSpeedParam {
   std::vector<FragmentSlice> slices;
 };
 
+/// Refuses a parameter name that is not one folder name: in a Universal
+/// checkpoint it names `zero/<name>/`, and `..` or a slash would lead
+/// outside the folder.
+llvm::Error checkUniversalFolderName(llvm::StringRef name);
+
 /// A DeepSpeed checkpoint folder, validated and memory-mapped.
 class DeepSpeedCheckpoint {
 public:
@@ -86,7 +91,7 @@ public:
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
   openUniversal(llvm::StringRef folder);
   /// Whether it was opened by openUniversal.
-  bool isUniversal() const { return !universalStates.empty(); }
+  bool isUniversal() const { return universal; }
 
   llvm::StringRef getFolder() const { return folder; }
   int64_t getTpDegree() const { return tp; }
@@ -151,6 +156,7 @@ private:
   std::string folder, optimizerPrefix;
   int64_t tp = 1, dp = 1;
   int stage = 1;
+  bool universal = false;
   std::vector<DeepSpeedParam> params;
   std::optional<LegacyCategories> categories;
   std::vector<std::unique_ptr<TorchFile>> modelFiles;
