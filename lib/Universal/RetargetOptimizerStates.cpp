@@ -175,10 +175,13 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
                               "']: not a key this converter knows how to "
                               "carry into ZeRO-" +
                               std::to_string(stage));
-    values.try_emplace("clip_grad", b.number(getGradientClipping(root)));
-    if (std::optional<PickleCursor> version = root.find("ds_version"))
-      values.try_emplace("ds_version",
-                         b.copy(from, version->getRef(), replaced));
+    // What only DeepSpeedZeroOptimizer's form holds, from the config and
+    // the file.
+    if (!isZero3Target()) {
+      values["clip_grad"] = b.number(getGradientClipping(root));
+      if (std::optional<PickleCursor> version = root.find("ds_version"))
+        values["ds_version"] = b.copy(from, version->getRef(), replaced);
+    }
     for (llvm::StringRef key : targetKeys) {
       std::optional<PickleCursor> old = states->find(key);
       if (!values.count(key) && !old)
