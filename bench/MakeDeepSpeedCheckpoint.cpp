@@ -1,12 +1,15 @@
 //===- MakeDeepSpeedCheckpoint.cpp - DeepSpeed checkpoints of any size ----===//
 //
 //   ucp-make-deepspeed-checkpoint --out DIR [--tag step3] [--dp 2]
-//       [--stage 2] [--dtype bf16] [--hidden 1024 --layers 20 --ffn 2816
-//       --vocab 32000 | --like CKPT/TAG] [--bf16-optimizer] [--steps 3]
-//       [--seed 1]
+//       [--tp 1] [--stage 2] [--dtype bf16] [--hidden 1024 --layers 20
+//       --ffn 2816 --vocab 32000 | --like CKPT/TAG] [--bf16-optimizer]
+//       [--steps 3] [--seed 1]
 //
-// Writes DIR/TAG as DeepSpeed's save_checkpoint writes a ZeRO-1/2 run
-// without tensor parallelism, and DIR/latest: the same files, keys, objects
+// Writes DIR/TAG as DeepSpeed's save_checkpoint writes a ZeRO-1/2 run,
+// without tensor parallelism or with AutoTP's llama preset (--tp: q, k, v,
+// gate and up split by rows, o and down by columns, the rest replicated,
+// recorded in universal_checkpoint_info), and DIR/latest: the same files,
+// keys, objects
 // and flattening (each optimizer parameter group concatenated, padded to a
 // multiple of 2 x dp, cut in dp equal partitions; fp32 partitions without
 // their padding, Adam's moments with it; the model's weights as views of
@@ -14,7 +17,9 @@
 // trainable parameters of a real checkpoint (--like), whose files the
 // output then matches but for the values. Values are pseudo-random: a hash
 // of (seed, state, parameter, element), so any rank's fragment is computed
-// alone; the bf16 weights are the fp32 master weights rounded.
+// alone (with TP, of the element's place in the full tensor, so that TP
+// shards agree and replicas are equal); the bf16 weights are the fp32
+// master weights rounded.
 //
 // Benchmarks use it to make checkpoints of hundreds of millions of
 // parameters; a test checks its files against real ones.
@@ -22,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/IO/DeepSpeedCheckpoint.h"
+#include "ucp/IO/MapDocument.h"
 #include "ucp/IO/TorchFileWriter.h"
 #include "ucp/IO/ZeroFlattening.h"
 #include "ucp/Runtime/FloatBits.h"
@@ -44,6 +50,8 @@ static cl::opt<std::string> outDir("out", cl::desc("the checkpoint folder"),
                                    cl::Required);
 static cl::opt<std::string> tag("tag", cl::desc("the tag"), cl::init("step3"));
 static cl::opt<int64_t> dp("dp", cl::desc("DP ranks"), cl::init(2));
+static cl::opt<int64_t> tpDegree("tp", cl::desc("TP ranks (AutoTP, llama)"),
+                                 cl::init(1));
 static cl::opt<int> stage("stage", cl::desc("ZeRO stage: 1 or 2"), cl::init(2));
 static cl::opt<std::string> dtypeName("dtype", cl::desc("bf16 or fp32"),
                                       cl::init("bf16"));
@@ -65,15 +73,31 @@ namespace {
 
 struct Param {
   std::string name;
+  /// Its shape on this TP rank.
   Extents shape;
   size_t group = 0;
   int64_t elements = 0;
   /// Where it starts in its group's flat buffer.
   int64_t offset = 0;
+  /// The dimension TP splits (-1: replicated), and the full shape.
+  int splitDim = -1;
+  Extents fullShape;
 };
 
-/// The model: parameters in module order, and the flattening of each group.
+/// How AutoTP's llama preset splits `name`: 0 by rows, 1 by columns, -1
+/// not at all.
+static int getSplitDim(llvm::StringRef name) {
+  for (const char *rows :
+       {"q_proj", "k_proj", "v_proj", "gate_proj", "up_proj"})
+    if (name.contains(rows))
+      return 0;
+  return name.contains("o_proj") || name.contains("down_proj") ? 1 : -1;
+}
+
+/// The model on one TP rank: parameters in module order, and the
+/// flattening of each group.
 struct Model {
+  int64_t tpRank = 0;
   std::vector<Param> params;
   std::vector<std::vector<size_t>> groups; // Param indices, in order.
   std::vector<ZeroGroupLayout> layouts;    // Each group's flattening.
@@ -103,12 +127,29 @@ float getValue(State state, size_t param, int64_t element) {
   return 0;
 }
 
-Model buildModel() {
+/// The place in the full tensor of element `local` of `param`'s shard on
+/// TP rank `rank`.
+static int64_t getFullIndex(const Param &param, int64_t rank, int64_t local) {
+  if (param.splitDim == 0)
+    return rank * param.elements + local;
+  if (param.splitDim == 1) {
+    int64_t columns = param.shape[1];
+    return local / columns * param.fullShape[1] + rank * columns +
+           local % columns;
+  }
+  return local;
+}
+
+Model buildModel(int64_t tpRank) {
   Model model;
+  model.tpRank = tpRank;
   auto add = [&](std::string name, Extents shape) {
     // Weight decay on matrices (group 0), none on vectors (group 1).
-    model.params.push_back(
-        {std::move(name), shape, shape.size() > 1 ? 0u : 1u});
+    Param param{name, shape, shape.size() > 1 ? 0u : 1u};
+    param.fullShape = shape;
+    if (tpDegree > 1 && (param.splitDim = getSplitDim(name)) >= 0)
+      param.shape[param.splitDim] /= tpDegree; // main checks it divides.
+    model.params.push_back(std::move(param));
   };
   if (!like.empty()) {
     auto checkpoint = DeepSpeedCheckpoint::open(like);
@@ -184,6 +225,10 @@ PickleRef buildConfig(PickleBuilder &b) {
       {s("zero_optimization"), zero}};
   if (dtypeName == "bf16")
     config.push_back({s("bf16"), b.dict({{s("enabled"), b.boolean(true)}})});
+  if (tpDegree > 1)
+    config.push_back(
+        {s("tensor_parallel"), b.dict({{s("autotp_size"), b.integer(tpDegree)},
+                                       {s("preset_model"), s("llama")}})});
   return b.dict(config);
 }
 
@@ -210,7 +255,9 @@ static void fillFlat(const Model &model, size_t g, State state, DType type,
     int64_t lo = std::max(begin, param.offset);
     int64_t hi = std::min(end, param.offset + param.elements);
     for (int64_t x = lo; x < hi; ++x)
-      store(type, data, x - base, getValue(state, p, x - param.offset));
+      store(type, data, x - base,
+            getValue(state, p,
+                     getFullIndex(param, model.tpRank, x - param.offset)));
   }
 }
 
@@ -238,6 +285,36 @@ static llvm::Error writeFile(const std::string &path,
       return error;
   }
   return (*writer)->commit(/*durable=*/false);
+}
+
+/// AutoTP's universal_checkpoint_info for the llama preset: each split or
+/// replicated parameter's exact pattern.
+static PickleRef buildUniversalInfo(PickleBuilder &b, const Model &model) {
+  std::vector<std::string> rows, replicated;
+  for (const Param &param : model.params)
+    if (param.splitDim == 1)
+      rows.push_back(getParamPattern(param.name));
+    else if (param.splitDim < 0)
+      replicated.push_back(getParamPattern(param.name));
+  auto list = [&](std::vector<std::string> patterns) {
+    llvm::sort(patterns);
+    std::vector<PickleRef> items;
+    for (const std::string &pattern : patterns)
+      items.push_back(b.string(pattern));
+    return b.list(items);
+  };
+  auto s = [&](llvm::StringRef text) { return b.string(text); };
+  return b.dict({{s("universal_checkpoint_version"), b.number(0.4)},
+                 {s("parameter_with_row_parallelism_patterns"), list(rows)},
+                 {s("tp_replicated_parameter_patterns"), list(replicated)},
+                 {s("vocabulary_parameter_patterns"), b.list({})},
+                 {s("parameter_with_sub_params"), b.list({})},
+                 {s("autotp_unsupported_parameter_patterns"), b.dict({})}});
+}
+
+/// The name of TP rank `t`'s part of a file name ("mp_rank_01").
+static std::string getTpRankName(int64_t t) {
+  return (t < 10 ? "mp_rank_0" : "mp_rank_") + std::to_string(t);
 }
 
 static llvm::Error writeModelStates(const Model &model, DType type,
@@ -284,21 +361,31 @@ static llvm::Error writeModelStates(const Model &model, DType type,
       {s("global_steps"), b.integer(steps)},
       {s("global_samples"), b.integer(steps * 2 * dp)},
       {s("dp_world_size"), b.integer(dp)},
-      {s("mp_world_size"), b.integer(1)},
+      {s("mp_world_size"), b.integer(tpDegree)},
       {s("checkpoint_parallel_dimensions"),
-       b.dict(
-           {{s("pp_degree"), b.integer(1)}, {s("tp_degree"), b.integer(1)}})},
+       b.dict({{s("pp_degree"), b.integer(1)},
+               {s("tp_degree"), b.integer(tpDegree)}})},
       {s("ds_config"), buildConfig(b)},
       {s("ds_version"), s(kVersion)},
   });
+  if (tpDegree > 1) { // The root's items, and AutoTP's record after them.
+    PickleValue items = b.getValue(root);
+    std::vector<std::pair<PickleRef, PickleRef>> pairs;
+    for (size_t i = 0; i + 1 < items.items.size(); i += 2)
+      pairs.push_back({items.items[i], items.items[i + 1]});
+    pairs.push_back(
+        {s("universal_checkpoint_info"), buildUniversalInfo(b, model)});
+    root = b.dict(pairs);
+  }
   std::vector<StorageFill> fills;
   for (size_t g = 0; g < model.groups.size(); ++g)
     fills.push_back(
         {keys[g], model.padded(g) * getElementSize(type), [&, g](char *data) {
            fillFlat(model, g, State::Fp32, type, data, 0, 0, model.padded(g));
          }});
-  return writeFile(folder + "/mp_rank_00_model_states.pt", b.finish(root),
-                   fills);
+  return writeFile(folder + "/" + getTpRankName(model.tpRank) +
+                       "_model_states.pt",
+                   b.finish(root), fills);
 }
 
 /// What one storage of an optimizer file is filled with: `length`
@@ -429,16 +516,28 @@ int main(int argc, char **argv) {
                               "writes a DeepSpeed ZeRO-1/2 checkpoint of "
                               "pseudo-random values\n");
   if ((stage != 1 && stage != 2) || dp < 1 || dp > kMaxWorldSize ||
+      tpDegree < 1 || tpDegree > kMaxWorldSize / dp ||
+      (tpDegree > 1 && !like.empty()) ||
       (bf16Optimizer && (stage != 1 || dtypeName != "bf16")) ||
       (dtypeName != "bf16" && dtypeName != "fp32")) {
     llvm::errs()
-        << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp in [1, 2^20], "
-           "--dtype bf16|fp32; --bf16-optimizer with bf16 and "
-           "stage 1\n";
+        << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp and --tp with "
+           "dp x tp in [1, 2^20], --tp without --like, --dtype bf16|fp32; "
+           "--bf16-optimizer with bf16 and stage 1\n";
     return 1;
   }
   DType type = dtypeName == "bf16" ? DType::BF16 : DType::F32;
-  Model model = buildModel();
+  std::vector<Model> models;
+  for (int64_t t = 0; t < tpDegree; ++t)
+    models.push_back(buildModel(t));
+  for (const Param &param : models[0].params)
+    if (param.splitDim >= 0 && param.fullShape[param.splitDim] % tpDegree) {
+      llvm::errs() << "ucp-make-deepspeed-checkpoint: --tp " << tpDegree
+                   << " does not divide the " << param.fullShape[param.splitDim]
+                   << " of '" << param.name << "'\n";
+      return 1;
+    }
+  const Model &model = models[0];
   std::string folder = outDir + "/" + tag;
   if (std::error_code ec = llvm::sys::fs::create_directories(folder)) {
     llvm::errs() << folder << ": " << ec.message() << "\n";
@@ -455,14 +554,16 @@ int main(int argc, char **argv) {
       errors.push_back(std::move(error));
     });
   };
-  run([&] { return writeModelStates(model, type, folder); });
-  for (int64_t r = 0; r < dp; ++r)
-    run([&, r] {
-      return writeOptimizerStates(model, r,
-                                  folder + "/" + prefix + "zero_pp_rank_" +
-                                      std::to_string(r) +
-                                      "_mp_rank_00_optim_states.pt");
-    });
+  for (const Model &tpModel : models) {
+    run([&] { return writeModelStates(tpModel, type, folder); });
+    for (int64_t r = 0; r < dp; ++r)
+      run([&, r] {
+        return writeOptimizerStates(
+            tpModel, r,
+            folder + "/" + prefix + "zero_pp_rank_" + std::to_string(r) + "_" +
+                getTpRankName(tpModel.tpRank) + "_optim_states.pt");
+      });
+  }
   pool.wait();
   int status = 0;
   for (llvm::Error &error : errors)
@@ -477,8 +578,8 @@ int main(int argc, char **argv) {
   for (const Param &param : model.params)
     total += param.elements;
   llvm::outs() << "ucp-make-deepspeed-checkpoint: " << model.params.size()
-               << " parameters, " << total << " elements, ZeRO-" << stage
-               << " DP " << dp << ", " << dtypeName << ", in " << folder
-               << "\n";
+               << " parameters, " << total << " elements per TP rank, ZeRO-"
+               << stage << " TP " << tpDegree << " x DP " << dp << ", "
+               << dtypeName << ", in " << folder << "\n";
   return status;
 }

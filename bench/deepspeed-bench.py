@@ -6,7 +6,7 @@
         [--deepspeed DS_TO_UNIVERSAL.py]
 
 Generates a bf16, AdamW, ZeRO-2 checkpoint with ucp-make-deepspeed-checkpoint
-(by default 318M parameters at DP 2, 4.4 GB), then runs, in turns, on a
+(by default 322M parameters at DP 2, 4.5 GB), then runs, in turns, on a
 warm page cache:
 
   copy floor   cp -r of the checkpoint folder, then sync: every byte read
@@ -21,7 +21,9 @@ warm page cache:
                (the first half of its way to another topology; the second,
                loading the Universal checkpoint in a job, is not timed)
 
-and prints, per command, the median wall time, its ratio to the copy floor
+then, on the same model generated at TP 2 x DP dp (AutoTP, llama preset),
+the copy floor and ds-retarget to TP 1 x DP dp, which DeepSpeed cannot
+load; and prints, per command, the median wall time, its ratio to the copy floor
 of the same run (the ratio of the medians, and the median of the ratios
 of each round to that round's floor, which the disk's drift from round to
 round disturbs less), the peak resident memory of the process and its children,
@@ -109,57 +111,30 @@ def measure(command, output, env=None):
     return seconds, usage.ru_maxrss * 1024, max(extra, 0), largest_file(output)
 
 
-def main():
-    os.makedirs(args.work, exist_ok=True)
-    checkpoint = os.path.join(args.work, "checkpoint")
+def make_checkpoint(name, tp):
+    """Generates the benchmark's checkpoint at TP degree `tp` (once)."""
+    checkpoint = os.path.join(args.work, name)
     if not os.path.isdir(checkpoint):
         subprocess.run([os.path.join(BIN, "ucp-make-deepspeed-checkpoint"),
                         "--out", checkpoint, "--dp", str(args.dp),
-                        "--stage", "2", "--dtype", "bf16",
+                        "--tp", str(tp), "--stage", "2", "--dtype", "bf16",
                         "--layers", str(args.layers), "--hidden",
                         str(args.hidden), "--ffn", str(args.ffn),
                         "--vocab", str(args.vocab)], check=True)
-    source = os.path.join(checkpoint, "step3")
-    size = folder_bytes(source)
-    out = os.path.join(args.work, "out")
-    commands = {
-        "copy floor": lambda o: ["sh", "-c", f'cp -r "{source}" "{o}" && sync'],
-        "affine-run": lambda o: [os.path.join(BIN, "affine-run"),
-                                 "ds-to-universal", "--quiet",
-                                 "--inject_missing_state", "--input_folder",
-                                 source, "--output_folder", o],
-        "retarget": lambda o: [os.path.join(BIN, "affine-run"), "ds-retarget",
-                               "--quiet", "--input_folder", source,
-                               "--output_folder", o, "--dp",
-                               str(args.dp + 1)],
-        "to ZeRO-3": lambda o: [os.path.join(BIN, "affine-run"),
-                                "ds-retarget", "--quiet", "--input_folder",
-                                source, "--output_folder", o, "--dp",
-                                str(args.dp + 1), "--zero-stage", "3"],
-    }
-    universal = os.path.join(args.work, "universal", "step3_universal")
-    if not os.path.isdir(universal):
-        subprocess.run([os.path.join(BIN, "affine-run"), "ds-to-universal",
-                        "--quiet", "--inject_missing_state", "--input_folder",
-                        source, "--output_folder", universal], check=True)
-    commands["from univ."] = lambda o: [
-        os.path.join(BIN, "affine-run"), "universal-to-ds", "--quiet",
-        "--input_folder", universal, "--output_folder", o, "--dp",
-        str(args.dp + 1)]
-    env = None
-    if args.deepspeed:
-        root = os.path.dirname(os.path.dirname(os.path.dirname(
-            os.path.abspath(args.deepspeed))))
-        env = dict(os.environ, DS_ACCELERATOR="cpu")
-        extra = args.deepspeed_pythonpath
-        env["PYTHONPATH"] = ":".join(p for p in (root, extra) if p)
-        commands["DeepSpeed"] = lambda o: [
-            "sh", "-c", f'"{args.python}" "{args.deepspeed}" --input_folder '
-            f'"{source}" --output_folder "{o}" --inject_missing_state && sync']
-    # Warm the page cache, as every run after the first sees it.
-    inputs = [os.path.join(d, f) for top in (source, universal)
+    return os.path.join(checkpoint, "step3")
+
+
+def affine_run(*arguments):
+    return [os.path.join(BIN, "affine-run"), *arguments, "--quiet"]
+
+
+def run_rounds(commands, warm, env):
+    """Runs every command in turn, args.repetitions rounds, on a page cache
+    warmed with the files under `warm`; returns each one's samples."""
+    inputs = [os.path.join(d, f) for top in warm
               for d, _, names in os.walk(top) for f in names]
     subprocess.run(["cat"] + inputs, stdout=subprocess.DEVNULL, check=True)
+    out = os.path.join(args.work, "out")
     samples = {name: [] for name in commands}
     for _ in range(args.repetitions):
         for name, command in commands.items():
@@ -170,8 +145,12 @@ def main():
             samples[name].append(measure(command(target), target,
                                          env if name == "DeepSpeed" else None))
         shutil.rmtree(out, ignore_errors=True)
+    return samples
+
+
+def print_table(source, samples):
     floor = statistics.median(s[0] for s in samples["copy floor"])
-    print(f"checkpoint: {size / 1e9:.2f} GB in {source}, "
+    print(f"checkpoint: {folder_bytes(source) / 1e9:.2f} GB in {source}, "
           f"{args.repetitions} runs each, medians")
     print(f"{'command':<12} {'wall s':>8} {'x floor':>8} {'paired':>8} "
           f"{'peak RSS MB':>12} {'extra disk MB':>14} {'largest file MB':>16}")
@@ -184,6 +163,53 @@ def main():
             r[0] / f[0] for r, f in zip(runs, samples["copy floor"]))
         print(f"{name:<12} {wall:8.2f} {wall / floor:8.2f} {paired:8.2f} "
               f"{rss / 1e6:12.0f} {extra / 1e6:14.0f} {largest / 1e6:16.0f}")
+
+
+def main():
+    os.makedirs(args.work, exist_ok=True)
+    source = make_checkpoint("checkpoint", 1)
+    universal = os.path.join(args.work, "universal", "step3_universal")
+    if not os.path.isdir(universal):
+        subprocess.run(affine_run("ds-to-universal", "--inject_missing_state",
+                                  "--input_folder", source, "--output_folder",
+                                  universal), check=True)
+    dp = str(args.dp + 1)
+    floor = lambda folder: lambda o: [  # noqa: E731
+        "sh", "-c", f'cp -r "{folder}" "{o}" && sync']
+    commands = {
+        "copy floor": floor(source),
+        "affine-run": lambda o: affine_run(
+            "ds-to-universal", "--inject_missing_state", "--input_folder",
+            source, "--output_folder", o),
+        "retarget": lambda o: affine_run(
+            "ds-retarget", "--input_folder", source, "--output_folder", o,
+            "--dp", dp),
+        "to ZeRO-3": lambda o: affine_run(
+            "ds-retarget", "--input_folder", source, "--output_folder", o,
+            "--dp", dp, "--zero-stage", "3"),
+        "from univ.": lambda o: affine_run(
+            "universal-to-ds", "--input_folder", universal, "--output_folder",
+            o, "--dp", dp),
+    }
+    env = None
+    if args.deepspeed:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(
+            os.path.abspath(args.deepspeed))))
+        env = dict(os.environ, DS_ACCELERATOR="cpu")
+        extra = args.deepspeed_pythonpath
+        env["PYTHONPATH"] = ":".join(p for p in (root, extra) if p)
+        commands["DeepSpeed"] = lambda o: [
+            "sh", "-c", f'"{args.python}" "{args.deepspeed}" --input_folder '
+            f'"{source}" --output_folder "{o}" --inject_missing_state && sync']
+    print_table(source, run_rounds(commands, [source, universal], env))
+    # AutoTP's TP 2 x DP 2 to TP 1 x DP 2, which DeepSpeed cannot load.
+    tp2 = make_checkpoint("checkpoint-tp2", 2)
+    print_table(tp2, run_rounds({
+        "copy floor": floor(tp2),
+        "to TP 1": lambda o: affine_run(
+            "ds-retarget", "--input_folder", tp2, "--output_folder", o,
+            "--dp", str(args.dp), "--tp", "1"),
+    }, [tp2], None))
 
 
 main()
