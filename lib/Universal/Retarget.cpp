@@ -230,26 +230,6 @@ static ProgramBuffers getSources(const DeepSpeedCheckpoint &checkpoint,
   return buffers;
 }
 
-void Retargeter::fillPartition(size_t g, int64_t d, int64_t t, size_t state,
-                               std::vector<char> &buffer) const {
-  const ZeroGroupLayout &layout = layouts[g][t];
-  buffer.assign(layout.partition * 4, 0); // Padding is zeros.
-  int64_t target = d * tp + t;
-  // The parameters' fragments are disjoint: written in parallel, into the
-  // one partition in memory.
-  llvm::parallelFor(0, groups[g].size(), [&](size_t i) {
-    FragmentSlice slice = layout.getSlice(i, d);
-    if (slice.count == 0)
-      return;
-    const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
-    ProgramBuffers buffers =
-        getSources(checkpoint, param, kOptimizerStates[state]);
-    buffers.targets[target] = buffer.data() + slice.offset * 4;
-    runIntoTarget(programs[state].at(param.name), target, slice.count, buffers,
-                  &param, kOptimizerStates[state]);
-  });
-}
-
 void Retargeter::fillWeights(size_t g, int64_t t, DType type,
                              std::vector<char> &buffer) const {
   const ZeroGroupLayout &layout = layouts[g][t];
@@ -279,43 +259,67 @@ void Retargeter::fillWeights(size_t g, int64_t t, DType type,
   });
 }
 
-std::optional<Retargeter::PartitionRuns>
-Retargeter::getPartitionRuns(size_t g, int64_t d, int64_t t, size_t state,
-                             int64_t elements, llvm::StringRef zeros) const {
+Retargeter::PartitionPieces
+Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
+                               int64_t elements, llvm::StringRef zeros) const {
   const ZeroGroupLayout &layout = layouts[g][t];
   int64_t target = d * tp + t;
-  PartitionRuns runs;
+  OptimizerState which = kOptimizerStates[state];
+  // Each parameter's fragment: runs of its mapped source fragments where
+  // its copies only concatenate them (flat from flat, whole from whole),
+  // else executed into a buffer of its own.
+  std::vector<std::optional<std::vector<ContiguousRun>>> runs;
+  std::vector<size_t> executed;
+  for (auto [i, p] : llvm::enumerate(groups[g])) {
+    FragmentSlice slice = layout.getSlice(i, d);
+    runs.push_back(getContiguousRuns(
+        selectTarget(programs[state].at(checkpoint.getParams()[p].name), target,
+                     slice.count, /*withCopies=*/true),
+        target));
+    if (slice.count > 0 && !runs.back())
+      executed.push_back(i);
+  }
+  PartitionPieces pieces;
+  pieces.buffers.resize(groups[g].size());
+  llvm::parallelFor(0, executed.size(), [&](size_t e) {
+    size_t i = executed[e];
+    const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
+    std::vector<char> &buffer = pieces.buffers[i];
+    buffer.assign(layout.getSlice(i, d).count * 4, 0);
+    ProgramBuffers buffers = getSources(checkpoint, param, which);
+    buffers.targets[target] = buffer.data();
+    runIntoTarget(programs[state].at(param.name), target,
+                  layout.getSlice(i, d).count, buffers, &param, which);
+  });
   int64_t at = 0; // Elements of the partition laid out so far.
   auto pad = [&](int64_t upTo) {
     for (int64_t n; at < upTo; at += n) {
       n = std::min<int64_t>(upTo - at, zeros.size() / 4);
-      runs.pieces.push_back(zeros.take_front(n * 4));
+      pieces.pieces.push_back(zeros.take_front(n * 4));
     }
   };
   for (auto [i, p] : llvm::enumerate(groups[g])) {
     FragmentSlice slice = layout.getSlice(i, d);
     if (slice.count == 0)
       continue;
+    pad(slice.offset); // ZeRO-3's slots end in padding.
     const DeepSpeedParam &param = checkpoint.getParams()[p];
-    std::optional<std::vector<ContiguousRun>> contiguous =
-        getContiguousRuns(selectTarget(programs[state].at(param.name), target,
-                                       slice.count, /*withCopies=*/true),
-                          target);
-    if (!contiguous)
-      return std::nullopt;
-    pad(slice.offset);
-    OptimizerState which = kOptimizerStates[state];
-    for (const ContiguousRun &run : *contiguous) {
-      const char *data =
-          checkpoint.getFragment(param, run.sourceBuffer, which).data +
-          run.sourceOffset * 4;
-      runs.pieces.push_back({data, size_t(run.elements * 4)});
-      runs.sources.push_back({&param, run.sourceBuffer, runs.pieces.back()});
-    }
+    if (!runs[i])
+      pieces.pieces.push_back(
+          {pieces.buffers[i].data(), pieces.buffers[i].size()});
+    else
+      for (const ContiguousRun &run : *runs[i]) {
+        pieces.pieces.push_back(
+            {checkpoint.getFragment(param, run.sourceBuffer, which).data +
+                 run.sourceOffset * 4,
+             size_t(run.elements * 4)});
+        pieces.sources.push_back(
+            {&param, run.sourceBuffer, pieces.pieces.back()});
+      }
     at += slice.count;
   }
-  pad(elements);
-  return runs;
+  pad(elements); // ZeRO-1/2's end in padding.
+  return pieces;
 }
 
 Error Retargeter::writeTargetFile(llvm::StringRef path, const TargetFile &file,
@@ -345,19 +349,13 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
     int64_t size = getElementSize(storage.type);
     std::vector<llvm::StringRef> pieces;
     std::string zeros;
-    std::optional<PartitionRuns> runs;
+    PartitionPieces partition;
     switch (storage.fill) {
     case NewStorage::Partition:
-      // Straight from the mapped source fragments where the partition only
-      // concatenates them (as a flat partition from flat ones does).
       zeros.assign(kZeroPiece, '\0');
-      if ((runs = getPartitionRuns(storage.group, d, t, storage.state,
-                                   storage.elements, zeros))) {
-        pieces = runs->pieces;
-        break;
-      }
-      fillPartition(storage.group, d, t, storage.state, buffer);
-      pieces.push_back({buffer.data(), size_t(storage.elements * size)});
+      partition = getPartitionPieces(storage.group, d, t, storage.state,
+                                     storage.elements, zeros);
+      pieces = partition.pieces;
       break;
     case NewStorage::MasterWeights:
       fillWeights(storage.group, t, storage.type, buffer);
@@ -379,11 +377,10 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
                 source.releasePages(chunk.data(), chunk.size()); // Read once.
             }))
       return error;
-    if (runs)
-      for (const PartitionRuns::Source &read : runs->sources)
-        checkpoint.releaseFragmentPages(*read.param, read.rank,
-                                        kOptimizerStates[storage.state],
-                                        read.bytes.data(), read.bytes.size());
+    for (const PartitionPieces::Source &read : partition.sources)
+      checkpoint.releaseFragmentPages(*read.param, read.rank,
+                                      kOptimizerStates[storage.state],
+                                      read.bytes.data(), read.bytes.size());
     bytesWritten += storage.elements * size;
   }
   return Error::success();

@@ -149,13 +149,14 @@ private:
   void releaseSource(const DeepSpeedParam &param, OptimizerState state,
                      int64_t rank, const StridedCopy &copy,
                      const ProgramBuffers &buffers) const;
-  void fillPartition(size_t g, int64_t d, int64_t t, size_t state,
-                     std::vector<char> &buffer) const;
   /// A target partition as pieces to write one after the other: runs of
-  /// the mapped source fragments, and padding from a buffer of zeros.
-  struct PartitionRuns {
+  /// the mapped source fragments, fragments executed into buffers of their
+  /// own, and padding from a buffer of zeros.
+  struct PartitionPieces {
     std::vector<llvm::StringRef> pieces;
-    /// The runs read, to release once written.
+    /// Per parameter of the group: its executed fragment, if it was.
+    std::vector<std::vector<char>> buffers;
+    /// The source runs written straight, to release once written.
     struct Source {
       const DeepSpeedParam *param;
       int64_t rank;
@@ -163,12 +164,11 @@ private:
     };
     std::vector<Source> sources;
   };
-  /// The first `elements` of partition (g, d, t) of `state` as
-  /// PartitionRuns, padding from `zeros`, if every parameter's copies into
-  /// it only concatenate contiguous runs of its source fragments.
-  std::optional<PartitionRuns> getPartitionRuns(size_t g, int64_t d, int64_t t,
-                                                size_t state, int64_t elements,
-                                                llvm::StringRef zeros) const;
+  /// The first `elements` of partition (g, d, t) of `state`, padding from
+  /// `zeros`.
+  PartitionPieces getPartitionPieces(size_t g, int64_t d, int64_t t,
+                                     size_t state, int64_t elements,
+                                     llvm::StringRef zeros) const;
   void fillWeights(size_t g, int64_t t, DType type,
                    std::vector<char> &buffer) const;
 
