@@ -131,24 +131,35 @@ TorchFileWriter::create(StringRef path, const PickleDocument &document) {
 llvm::Error
 TorchFileWriter::writeRecord(Record &record, llvm::ArrayRef<StringRef> pieces,
                              llvm::function_ref<void(StringRef)> written) {
-  uint64_t size = 0;
-  for (StringRef piece : pieces)
-    size += piece.size();
-  if (size != record.size || record.crc)
+  return writeRecord(
+      record, pieces.size(), [&](size_t i) { return pieces[i]; }, written);
+}
+
+llvm::Error
+TorchFileWriter::writeRecord(Record &record, size_t count,
+                             llvm::function_ref<StringRef(size_t)> piece,
+                             llvm::function_ref<void(StringRef)> written) {
+  auto refuse = [&](uint64_t size) {
     return llvm::createStringError(
         llvm::inconvertibleErrorCode(),
         output->getPath() + ": record " + record.name +
             (record.crc ? " written twice"
                         : " of " + std::to_string(record.size) +
                               " bytes given " + std::to_string(size)));
+  };
+  if (record.crc)
+    return refuse(0);
   uint32_t crc = 0;
   uint64_t offset = record.dataOffset;
   // A chunk at a time, so that the write reads what the CRC just read
   // from the cache rather than from memory again.
   constexpr size_t kChunk = size_t(1) << 20;
-  for (StringRef piece : pieces)
-    for (size_t at = 0; at < piece.size(); at += kChunk) {
-      StringRef chunk = piece.substr(at, kChunk);
+  for (size_t i = 0; i < count; ++i) {
+    StringRef bytes = piece(i);
+    if (offset - record.dataOffset + bytes.size() > record.size)
+      return refuse(offset - record.dataOffset + bytes.size());
+    for (size_t at = 0; at < bytes.size(); at += kChunk) {
+      StringRef chunk = bytes.substr(at, kChunk);
       crc = crc32_z(crc, reinterpret_cast<const Bytef *>(chunk.data()),
                     chunk.size());
       if (llvm::Error error = output->writeAt(offset, chunk))
@@ -157,6 +168,9 @@ TorchFileWriter::writeRecord(Record &record, llvm::ArrayRef<StringRef> pieces,
         written(chunk);
       offset += chunk.size();
     }
+  }
+  if (offset - record.dataOffset != record.size)
+    return refuse(offset - record.dataOffset);
   record.crc = crc;
   return llvm::Error::success();
 }
@@ -164,12 +178,20 @@ TorchFileWriter::writeRecord(Record &record, llvm::ArrayRef<StringRef> pieces,
 llvm::Error
 TorchFileWriter::writeStorage(StringRef key, llvm::ArrayRef<StringRef> pieces,
                               llvm::function_ref<void(StringRef)> written) {
+  return writeStorage(
+      key, pieces.size(), [&](size_t i) { return pieces[i]; }, written);
+}
+
+llvm::Error
+TorchFileWriter::writeStorage(StringRef key, size_t count,
+                              llvm::function_ref<StringRef(size_t)> piece,
+                              llvm::function_ref<void(StringRef)> written) {
   auto it = storageRecords.find(key);
   if (it == storageRecords.end())
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    output->getPath() + ": no storage '" + key +
                                        "'");
-  return writeRecord(records[it->second], pieces, written);
+  return writeRecord(records[it->second], count, piece, written);
 }
 
 llvm::Error TorchFileWriter::copyStoragesFrom(const TorchFile &source) {

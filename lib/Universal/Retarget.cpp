@@ -230,31 +230,31 @@ static ProgramBuffers getSources(const DeepSpeedCheckpoint &checkpoint,
   return buffers;
 }
 
-void Retargeter::fillWeights(size_t g, int64_t t, DType type,
-                             std::vector<char> &buffer) const {
-  const ZeroGroupLayout &layout = layouts[g][t];
+void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
+                              std::vector<char> &out) const {
+  const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
+  int64_t elements = layouts[g][t].elements[i];
+  // The fp32 master of the TP shard (its source pages released as read),
+  // then in the model's dtype, rounded to nearest even as torch's copy_
+  // does.
+  std::vector<float> master(elements);
+  ProgramBuffers buffers = getSources(checkpoint, param, OptimizerState::Fp32);
+  buffers.targets[t] = master.data();
+  runIntoTarget(weightPrograms.at(param.name), t, elements, buffers, &param,
+                OptimizerState::Fp32);
   int64_t size = getElementSize(type);
-  buffer.assign(layout.getPaddedLength() * size, 0); // Padding is zeros.
-  llvm::parallelFor(0, groups[g].size(), [&](size_t i) {
-    const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
-    int64_t elements = layout.elements[i];
-    // The fp32 master of the TP shard, then in the model's dtype, rounded
-    // to nearest even as torch's copy_ does.
-    std::vector<float> master(elements);
-    ProgramBuffers buffers =
-        getSources(checkpoint, param, OptimizerState::Fp32);
-    buffers.targets[t] = master.data();
-    runIntoTarget(weightPrograms.at(param.name), t, elements, buffers,
-                  /*releasing=*/nullptr, OptimizerState::Fp32);
-    char *out = buffer.data() + layout.offsets[i] * size;
-    for (int64_t e = 0; e < elements; ++e) {
+  out.resize(elements * size);
+  constexpr int64_t kChunk = int64_t(1) << 20;
+  llvm::parallelFor(0, llvm::divideCeil(elements, kChunk), [&](size_t c) {
+    for (int64_t e = c * kChunk;
+         e < std::min<int64_t>(elements, (c + 1) * kChunk); ++e) {
       if (type == DType::F32) {
-        std::memcpy(out + e * 4, &master[e], 4);
+        std::memcpy(&out[e * 4], &master[e], 4);
         continue;
       }
       uint16_t bits = type == DType::BF16 ? ucpFloatToBfloat(master[e])
                                           : ucpFloatToHalf(master[e]);
-      std::memcpy(out + e * 2, &bits, 2);
+      std::memcpy(&out[e * 2], &bits, 2);
     }
   });
 }
@@ -357,10 +357,21 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
                                      storage.elements, zeros);
       pieces = partition.pieces;
       break;
-    case NewStorage::MasterWeights:
-      fillWeights(storage.group, t, storage.type, buffer);
-      pieces.push_back({buffer.data(), size_t(storage.elements * size)});
-      break;
+    case NewStorage::MasterWeights: {
+      // One weight at a time, then the padding: memory holds one.
+      size_t params = groups[storage.group].size();
+      zeros.assign((storage.elements - storage.kept) * size, '\0');
+      if (Error error = writer.writeStorage(
+              storage.key, params + 1, [&](size_t i) -> llvm::StringRef {
+                if (i == params)
+                  return zeros;
+                buildWeights(storage.group, i, t, storage.type, buffer);
+                return {buffer.data(), buffer.size()};
+              }))
+        return error;
+      bytesWritten += storage.elements * size;
+      continue;
+    }
     case NewStorage::SourceWeights:
       // The real elements; the padding, whatever the source held, zeros.
       pieces.push_back(

@@ -169,8 +169,10 @@ private:
   PartitionPieces getPartitionPieces(size_t g, int64_t d, int64_t t,
                                      size_t state, int64_t elements,
                                      llvm::StringRef zeros) const;
-  void fillWeights(size_t g, int64_t t, DType type,
-                   std::vector<char> &buffer) const;
+  /// The weight `i` of group `g` on TP rank `t` in `type`, from the fp32
+  /// masters, into `out`.
+  void buildWeights(size_t g, size_t i, int64_t t, DType type,
+                    std::vector<char> &out) const;
 
   const DeepSpeedCheckpoint &checkpoint;
   const RetargetOptions &options;

@@ -87,13 +87,22 @@ TEST(TorchFileWriter, WritesWhatTheReaderReadsBack) {
   EXPECT_TRUE(fails((*writer)->writeStorage("0", {bytes})));
   EXPECT_TRUE(fails((*writer)->writeStorage("2", {bytes})));
   EXPECT_TRUE(fails((*writer)->writeStorage("1", {bytes.take_front(6)})));
+  // Made a piece at a time, too few or too many bytes are refused as well.
+  float one = 0;
+  auto each = [&](size_t i) {
+    one = values[i % 10];
+    return llvm::StringRef(reinterpret_cast<const char *>(&one), 4);
+  };
+  EXPECT_TRUE(fails((*writer)->writeStorage("1", 1, each)));
+  EXPECT_TRUE(fails((*writer)->writeStorage("1", 3, each)));
   llvm::Error unwritten = (*writer)->commit(false);
   ASSERT_TRUE(static_cast<bool>(unwritten));
   EXPECT_NE(llvm::toString(std::move(unwritten)).find("never written"),
             std::string::npos);
   writer = TorchFileWriter::create(path, document);
   ASSERT_TRUE(static_cast<bool>(writer)) << llvm::toString(writer.takeError());
-  ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage("0", {bytes})));
+  // Storage "0" an element at a time, through one reused buffer.
+  ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage("0", 10, each)));
   ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage(
       "1", {llvm::StringRef(reinterpret_cast<const char *>(halves),
                             sizeof halves)})));

@@ -41,6 +41,13 @@ public:
   llvm::Error
   writeStorage(llvm::StringRef key, llvm::ArrayRef<llvm::StringRef> pieces,
                llvm::function_ref<void(llvm::StringRef)> written = {});
+  /// The same with `count` pieces made one at a time: `piece(i)` is
+  /// written before `piece(i + 1)` is asked for, so that one buffer can
+  /// hold each in turn.
+  llvm::Error
+  writeStorage(llvm::StringRef key, size_t count,
+               llvm::function_ref<llvm::StringRef(size_t)> piece,
+               llvm::function_ref<void(llvm::StringRef)> written = {});
   /// Writes every storage not yet written with the bytes of the storage of
   /// the same key in `source` (a document copied from source's by
   /// PickleBuilder::copy).
@@ -59,6 +66,9 @@ public:
 
 private:
   TorchFileWriter() = default;
+  llvm::Error writeRecord(Record &record, size_t count,
+                          llvm::function_ref<llvm::StringRef(size_t)> piece,
+                          llvm::function_ref<void(llvm::StringRef)> written);
   llvm::Error writeRecord(Record &record,
                           llvm::ArrayRef<llvm::StringRef> pieces,
                           llvm::function_ref<void(llvm::StringRef)> written);
