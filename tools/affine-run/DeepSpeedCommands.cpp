@@ -15,11 +15,11 @@
 
 #include "DeepSpeedCommands.h"
 #include "ucp/IO/MapDocument.h"
+#include "ucp/Support/InputFile.h"
 #include "ucp/Universal/Retarget.h"
 #include "ucp/Universal/UniversalConversion.h"
 
 #include "llvm/Support/Format.h"
-#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace ucp;
@@ -145,10 +145,11 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
   if (targetTp.getNumOccurrences())
     options.tp = targetTp;
   if (!targetMapFile.empty()) {
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
-        llvm::MemoryBuffer::getFile(targetMapFile);
+    // As every map document is read: regular files only, nesting bounded.
+    llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> text =
+        readTextInputFile(targetMapFile, TextSyntax::Json);
     if (!text)
-      return fail(targetMapFile + ": " + text.getError().message());
+      return fail(llvm::toString(text.takeError()));
     llvm::Expected<std::vector<ParamMap>> maps =
         parseMapDocument((*text)->getBuffer());
     if (!maps)
