@@ -11,6 +11,7 @@
 #include "DeepSpeedReader.h"
 #include "ucp/IO/LegacyDocument.h"
 #include "ucp/IO/MapDocument.h"
+#include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Layout/NestedLayout.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
@@ -117,16 +118,15 @@ Error DeepSpeedReader::checkOneRun() const {
     if (optimizer.version != models[0].version)
       return refuse(path + ": its ds_version differs from " + modelPaths[0] +
                     "'s: the folder mixes the files of two runs");
-    if (optimizer.partitionCount != files.dp)
-      return refuse(path + ": its partition_count is " +
-                    std::to_string(optimizer.partitionCount) + ", not the " +
-                    std::to_string(files.dp) + " DP ranks of the folder");
     if (optimizer.groups.size() != models[0].groups.size())
       return refuse(path + ": it holds " +
                     std::to_string(optimizer.groups.size()) +
                     " parameter groups, the model states " +
                     std::to_string(models[0].groups.size()));
   }
+  for (size_t r = 0; r < optimizers.size(); ++r)
+    if (Error error = checkPartitionCounts(r))
+      return error;
   // Every TP rank lists the same parameters in the same groups (their
   // shapes may differ: they are TP shards).
   for (size_t i = 1; i < models.size(); ++i) {
@@ -157,6 +157,42 @@ Error DeepSpeedReader::checkOneRun() const {
   return Error::success();
 }
 
+Error DeepSpeedReader::checkPartitionCounts(size_t rank) const {
+  const OptimizerStates &optimizer = optimizers[rank];
+  const std::string &path = files.optimizerFiles[rank];
+  if (optimizer.partitionCount != files.dp)
+    return refuse(path + ": its partition_count is " +
+                  std::to_string(optimizer.partitionCount) + ", not the " +
+                  std::to_string(files.dp) + " DP ranks of the folder");
+  for (size_t g = 0; g < optimizer.groups.size(); ++g) {
+    int64_t dp = getGroupDpDegree(g), outer = getGroupOuterDegree(g);
+    if (optimizer.groupPartitionCounts[g] != dp)
+      return refuse(path + ": parameter group " + std::to_string(g) +
+                    " is partitioned over " +
+                    std::to_string(optimizer.groupPartitionCounts[g]) +
+                    " ranks, not the " + std::to_string(dp) +
+                    (expertGroups.count(g) ? " expert-data-parallel" : " DP") +
+                    " ranks of its parameters");
+    if (optimizer.groupPartitionRanks.empty())
+      continue;
+    // ZeRO-3 AutoEP records each group's partition group: the ranks with
+    // this rank's model-parallel (TP or EP) rank.
+    Extents members;
+    for (int64_t d = 0; d < dp; ++d)
+      members.push_back(d * outer + static_cast<int64_t>(rank) % outer);
+    if (optimizer.groupPartitionRanks[g] != members ||
+        optimizer.groupPartitionRank[g] != static_cast<int64_t>(rank) / outer)
+      return refuse(
+          path + ": ds_zero_partition_groups gives sub-group " +
+          std::to_string(g) + " the ranks " +
+          formatList(optimizer.groupPartitionRanks[g]) + " and place " +
+          std::to_string(optimizer.groupPartitionRank[g]) + ", but grid rank " +
+          std::to_string(rank) + " is at " + std::to_string(rank / outer) +
+          " of " + formatList(members));
+  }
+  return Error::success();
+}
+
 Error DeepSpeedReader::readTensorParallelLayout() {
   const std::optional<llvm::json::Value> &info = getModel(0).universalInfo;
   for (int64_t t = 1; t < files.tp; ++t)
@@ -177,6 +213,12 @@ Error DeepSpeedReader::readTensorParallelLayout() {
                   llvm::toString(std::move(error)));
   };
   llvm::json::Object rest = *info->getAsObject();
+  // The AutoEP layout is read from the model states (AutoEpLayout.cpp),
+  // where these keys were checked.
+  if (!checkpoint.autoEpLayers.empty())
+    for (llvm::StringRef key :
+         {"expert_parameter_patterns", "ds_autoep_layers", "autoep_layers"})
+      rest.erase(key);
   // A map the checkpoint carries wins over the categories (spec §6.3).
   if (rest.erase("affine_map")) {
     std::string text;
@@ -220,20 +262,38 @@ DeepSpeedReader::buildTpMap(llvm::StringRef name,
   return map->second;
 }
 
+Expected<ParamMap>
+DeepSpeedReader::buildExpertMap(llvm::StringRef name, size_t layer,
+                                const Extents &localShape) const {
+  const AutoEpLayer &owner = checkpoint.autoEpLayers[layer];
+  Expected<ExpertPlacement> placement = getUniformExpertPlacement(
+      owner.numExperts, owner.localExperts, owner.epSize);
+  if (!placement)
+    return placement.takeError();
+  return buildExpertLayout(name, *placement,
+                           llvm::ArrayRef<int64_t>(localShape).drop_front());
+}
+
 Error DeepSpeedReader::buildParams() {
-  int64_t tp = files.tp, dp = files.dp;
   for (size_t g = 0; g < getModel(0).groups.size(); ++g) {
-    // Per TP rank: every parameter's slice on each DP rank.
+    // Model-parallel ranks (TP, or EP for experts) x DP (or EDP) ranks.
+    int64_t outer = getGroupOuterDegree(g), dp = getGroupDpDegree(g);
+    bool experts = expertGroups.count(g);
+    // Every EP rank's expert shapes are those of the first model file.
+    auto getShapes = [&](int64_t o) -> const std::vector<GroupParam> & {
+      return getModel(experts ? 0 : o).groups[g];
+    };
+    // Per outer rank: every parameter's slice on each DP rank.
     std::vector<std::vector<std::vector<FragmentSlice>>> placements;
-    for (int64_t t = 0; t < tp; ++t) {
+    for (int64_t o = 0; o < outer; ++o) {
       std::vector<const RankGroup *> ranks;
       std::vector<std::string> paths;
       for (int64_t d = 0; d < dp; ++d) {
-        ranks.push_back(&optimizers[d * tp + t].groups[g]);
-        paths.push_back(files.optimizerFiles[d * tp + t]);
+        ranks.push_back(&optimizers[d * outer + o].groups[g]);
+        paths.push_back(files.optimizerFiles[d * outer + o]);
       }
       Expected<std::vector<std::vector<FragmentSlice>>> placement =
-          placeFragments(getModel(t).groups[g], ranks, paths, files.zero3);
+          placeFragments(getShapes(o), ranks, paths, files.zero3);
       if (!placement)
         return placement.takeError();
       placements.push_back(std::move(*placement));
@@ -242,14 +302,16 @@ Error DeepSpeedReader::buildParams() {
       DeepSpeedParam param;
       param.name = getModel(0).groups[g][p].name;
       param.group = g;
+      if (experts)
+        param.expertLayer = expertLayers[g][p];
       std::vector<ParamMap> inner;
-      param.slices.resize(tp * dp);
-      for (int64_t t = 0; t < tp; ++t) {
-        param.tpShapes.push_back(getModel(t).groups[g][p].shape);
+      param.slices.resize(outer * dp);
+      for (int64_t o = 0; o < outer; ++o) {
+        param.tpShapes.push_back(getShapes(o)[p].shape);
         Extents sizes;
         for (int64_t d = 0; d < dp; ++d) {
-          param.slices[d * tp + t] = placements[t][p][d];
-          sizes.push_back(placements[t][p][d].count);
+          param.slices[d * outer + o] = placements[o][p][d];
+          sizes.push_back(placements[o][p][d].count);
         }
         Expected<ParamMap> fragments =
             buildFlatRangeLayout(param.name, param.tpShapes.back(), sizes);
@@ -257,14 +319,17 @@ Error DeepSpeedReader::buildParams() {
           return fragments.takeError();
         inner.push_back(std::move(*fragments));
       }
-      Expected<ParamMap> outer = buildTpMap(param.name, param.tpShapes);
-      if (!outer)
-        return outer.takeError();
-      Expected<ParamMap> map = nestShardMaps(*outer, inner);
+      Expected<ParamMap> outerMap =
+          experts ? buildExpertMap(param.name, *param.expertLayer,
+                                   param.tpShapes.front())
+                  : buildTpMap(param.name, param.tpShapes);
+      if (!outerMap)
+        return outerMap.takeError();
+      Expected<ParamMap> map = nestShardMaps(*outerMap, inner);
       if (!map)
         return map.takeError();
       param.map = std::move(*map);
-      param.tpMap = std::move(*outer);
+      param.tpMap = std::move(*outerMap);
       checkpoint.params.push_back(std::move(param));
     }
   }
@@ -297,6 +362,8 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
   checkpoint.tp = files.tp;
   checkpoint.dp = files.dp;
   if (Error error = readFiles())
+    return error;
+  if (Error error = readExpertParallelLayout())
     return error;
   if (Error error = checkOneRun())
     return error;

@@ -5,6 +5,9 @@
 //   ZeRO-1/2  mp_rank_<tp:02d>_model_states.pt             (per TP rank)
 //   ZeRO-3    zero_pp_rank_<dp>_mp_rank_<tp:02d>_model_states.pt
 //   both      [bf16_]zero_pp_rank_<dp>_mp_rank_<tp:02d>_optim_states.pt
+//   AutoEP    layer_<moe
+//   layer>_expert_<expert>_mp_rank_<tp:02d>_model_states.pt
+//             (ZeRO-1/2: one per routed expert, outside the grid)
 //
 // The grid is what the first model-state file records (dp_world_size and
 // mp_world_size); every position must have its files, and no other file
@@ -34,8 +37,10 @@ static llvm::Error refuse(const llvm::Twine &why) {
 namespace {
 /// A file's kind and grid position, parsed from its name.
 struct NamedFile {
-  enum Kind { Model, Zero3Model, Optimizer } kind;
+  enum Kind { Model, Zero3Model, Optimizer, Expert } kind;
   int64_t dp = 0, tp = 0;
+  /// Expert files: the AutoEP layer and the global expert id.
+  int64_t layer = 0, expert = 0;
   std::string prefix;
 };
 } // namespace
@@ -48,6 +53,8 @@ static std::optional<NamedFile> parseName(StringRef name) {
       "^zero_pp_rank_([0-9]+)_mp_rank_([0-9]+)_model_states\\.pt$");
   static const llvm::Regex optimizer(
       "^(bf16_)?zero_pp_rank_([0-9]+)_mp_rank_([0-9]+)_optim_states\\.pt$");
+  static const llvm::Regex expert(
+      "^layer_([0-9]+)_expert_([0-9]+)_mp_rank_([0-9]+)_model_states\\.pt$");
   llvm::SmallVector<StringRef, 4> parts;
   NamedFile file;
   auto number = [](StringRef text, int64_t &value) {
@@ -70,6 +77,13 @@ static std::optional<NamedFile> parseName(StringRef name) {
                ? std::optional(file)
                : std::nullopt;
   }
+  if (expert.match(name, &parts)) {
+    file.kind = NamedFile::Expert;
+    return number(parts[1], file.layer) && number(parts[2], file.expert) &&
+                   number(parts[3], file.tp)
+               ? std::optional(file)
+               : std::nullopt;
+  }
   return std::nullopt;
 }
 
@@ -86,6 +100,8 @@ static std::string formatName(NamedFile::Kind kind, StringRef prefix,
   case NamedFile::Optimizer:
     return prefix.str() + "zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" +
            tpText + "_optim_states.pt";
+  case NamedFile::Expert:
+    break; // Named by layer and expert, not by grid position.
   }
   return "";
 }
@@ -105,12 +121,12 @@ Expected<FolderScan> ucp::scanCheckpointFolder(StringRef folder) {
     if (!name.ends_with(".pt"))
       continue;
     std::optional<NamedFile> parsed = parseName(name);
-    if (!parsed) {
-      if (name.starts_with("layer_") && name.contains("_expert_"))
-        return refuse(it->path() + ": an AutoEP expert file; expert-parallel "
-                                   "checkpoints are not read yet");
+    if (!parsed)
       return refuse(it->path() + ": not a file save_checkpoint writes; move "
                                  "it out of the checkpoint folder");
+    if (parsed->kind == NamedFile::Expert) {
+      scan.expertFiles[{parsed->layer, parsed->expert}].push_back(it->path());
+      continue;
     }
     if (parsed->kind == NamedFile::Optimizer)
       prefixes.insert(parsed->prefix);
@@ -144,7 +160,7 @@ std::string ucp::getFirstModelFile(const FolderScan &scan) {
 
 Expected<CheckpointFiles> ucp::selectGridFiles(const FolderScan &scan,
                                                int64_t tp, int64_t dp) {
-  CheckpointFiles result{scan.zero3, tp, dp, {}, {}};
+  CheckpointFiles result{scan.zero3, tp, dp, {}, {}, scan.expertFiles};
   std::set<std::string> unused = scan.names;
   NamedFile::Kind modelKind =
       scan.zero3 ? NamedFile::Zero3Model : NamedFile::Model;

@@ -26,6 +26,9 @@ struct CheckpointFiles {
   std::vector<std::string> modelFiles;
   /// Per grid rank.
   std::vector<std::string> optimizerFiles;
+  /// AutoEP's per-expert files: (moe layer, global expert) -> the files
+  /// naming it (one per TP rank).
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> expertFiles;
 };
 
 /// The .pt files of a checkpoint folder, before the grid is known.
@@ -35,6 +38,8 @@ struct FolderScan {
   /// "bf16_" or "": the optimizer files' prefix.
   std::string prefix;
   std::set<std::string> names;
+  /// AutoEP's per-expert files, as in CheckpointFiles.
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> expertFiles;
 };
 
 /// Lists `folder`'s .pt files, all named as save_checkpoint names them, of
@@ -56,17 +61,43 @@ struct GroupParam {
   int64_t elements = 0;
 };
 
+/// One `ds_autoep_layers` entry: the layer and what it says of the rank
+/// that wrote the file.
+struct AutoEpRecord {
+  AutoEpLayer layer;
+  /// "per_expert_files" (ZeRO-1/2) or "zero3_partitioned"; the legacy
+  /// `autoep_layers` may omit it and the rank fields.
+  std::optional<std::string> format;
+  std::optional<int64_t> epRank, edpRank, edpWorldSize;
+};
+
+/// The AutoEP metadata of a model-state file.
+struct AutoEpStates {
+  std::vector<AutoEpRecord> layers;
+  /// Read from the legacy key `autoep_layers`.
+  bool legacyKey = false;
+  /// `num_experts`, one per layer, if recorded.
+  std::optional<Extents> numExperts;
+};
+
 /// What one TP rank's model-state file says.
 struct ModelStates {
   /// Per optimizer parameter group, in order.
   std::vector<std::vector<GroupParam>> groups;
   /// universal_checkpoint_info as JSON, if the file has it.
   std::optional<llvm::json::Value> universalInfo;
+  /// `ds_autoep_layers` (or `autoep_layers`), if the file has it.
+  std::optional<AutoEpStates> autoEp;
   int64_t dpWorldSize = 0, mpWorldSize = 0;
   /// What must agree across the files of one run.
   std::string version;
   int64_t globalSteps = 0;
 };
+
+/// Reads the AutoEP metadata of a model-state file's root: `ds_autoep_layers`
+/// or the legacy `autoep_layers`, and `num_experts`; nothing if it has none.
+llvm::Expected<std::optional<AutoEpStates>>
+readAutoEpStates(const PickleCursor &root);
 
 /// Reads the model-state file `file`.
 llvm::Expected<ModelStates> readModelStates(const TorchFile &file);
@@ -84,7 +115,15 @@ struct RankGroup {
 /// What one rank's optimizer file says.
 struct OptimizerStates {
   int stage = 1;
+  /// The dense DP degree: ZeRO-3's int, ZeRO-1/2's first group's.
   int64_t partitionCount = 0;
+  /// Per group, the ranks it is partitioned over: ZeRO-1/2's list, ZeRO-3's
+  /// `ds_zero_partition_groups` (AutoEP), else partitionCount for each.
+  Extents groupPartitionCounts;
+  /// ZeRO-3 with `ds_zero_partition_groups`: per group, the grid ranks of
+  /// its partition group and this rank's place there.
+  std::vector<Extents> groupPartitionRanks;
+  Extents groupPartitionRank;
   std::vector<RankGroup> groups;
   std::string version;
 };
@@ -119,10 +158,24 @@ public:
 private:
   llvm::Error readFiles();
   llvm::Error checkOneRun() const;
+  /// Checks grid rank `rank`'s partition counts against its groups'.
+  llvm::Error checkPartitionCounts(size_t rank) const;
+  /// AutoEP (AutoEpLayout.cpp): the layers, which groups hold experts, and
+  /// the per-expert files, all checked against each other.
+  llvm::Error readExpertParallelLayout();
+  llvm::Error checkExpertFiles();
+  llvm::Error findExpertParams();
+  /// The DP degree group `g` is partitioned over: EDP for experts.
+  int64_t getGroupDpDegree(size_t g) const;
+  /// The model-parallel degree of group `g`: TP, or EP for experts.
+  int64_t getGroupOuterDegree(size_t g) const;
   llvm::Error readTensorParallelLayout();
   llvm::Error buildParams();
   llvm::Expected<ParamMap> buildTpMap(llvm::StringRef name,
                                       llvm::ArrayRef<Extents> shapes) const;
+  /// An expert's map over the EP ranks, from its EP-local shape.
+  llvm::Expected<ParamMap> buildExpertMap(llvm::StringRef name, size_t layer,
+                                          const Extents &localShape) const;
   llvm::Error findUniversalFiles(llvm::StringRef folder);
   llvm::Error buildUniversalParams();
   llvm::Error readUniversalStates(const DeepSpeedParam &param);
@@ -135,6 +188,9 @@ private:
   std::vector<ModelStates> models;
   std::vector<OptimizerStates> optimizers;
   std::map<std::string, ParamMap> affineMaps;
+  /// Per group: the AutoEP layer of each of its parameters, if experts.
+  std::vector<std::vector<std::optional<size_t>>> expertLayers;
+  std::set<size_t> expertGroups;
   std::optional<LegacyCategories> &categories = checkpoint.categories;
 };
 

@@ -87,6 +87,10 @@ Expected<ModelStates> ucp::readModelStates(const TorchFile &file) {
         return json.takeError();
       states.universalInfo = std::move(*json);
     }
+    Expected<std::optional<AutoEpStates>> autoEp = readAutoEpStates(root);
+    if (!autoEp)
+      return autoEp.takeError();
+    states.autoEp = std::move(*autoEp);
     return Error::success();
   };
   if (Error error = run())
@@ -204,18 +208,63 @@ static Error readGroups(const TorchFile &file, const PickleCursor &fp32,
   return readMoments(file, state, groups);
 }
 
-/// Reads `partition_count`: an int (ZeRO-3) or one int per group, equal.
-static Expected<int64_t> readPartitionCount(const PickleCursor &value) {
-  if (value.is(PickleValue::Int))
-    return value.getInt();
+/// Reads `partition_count`: an int (ZeRO-3) or one int per group.
+static Error readPartitionCount(const PickleCursor &value,
+                                OptimizerStates &states) {
+  if (value.is(PickleValue::Int)) {
+    Expected<int64_t> count = value.getInt();
+    if (!count)
+      return count.takeError();
+    states.partitionCount = *count;
+    return Error::success();
+  }
   Expected<Extents> counts = value.getInts();
   if (!counts)
     return counts.takeError();
-  if (counts->empty() ||
-      llvm::any_of(*counts, [&](int64_t c) { return c != counts->front(); }))
-    return value.fail("expected one partition count for every group, got " +
-                      formatList(*counts));
-  return counts->front();
+  if (counts->empty())
+    return value.fail("lists no partition count");
+  states.partitionCount = counts->front();
+  states.groupPartitionCounts = std::move(*counts);
+  return Error::success();
+}
+
+/// Reads ZeRO-3's `ds_zero_partition_groups` (written with AutoEP): per
+/// sub-group, its partition count, this rank's place and the group's ranks.
+static Error readPartitionGroups(const PickleCursor &value,
+                                 OptimizerStates &states) {
+  Expected<std::vector<PickleCursor>> entries = value.getItems();
+  if (!entries)
+    return entries.takeError();
+  for (auto [index, entry] : llvm::enumerate(*entries)) {
+    Expected<PickleCursor> subGroup = entry.at("sub_group");
+    Expected<PickleCursor> count = entry.at("partition_count");
+    Expected<PickleCursor> rank = entry.at("partition_rank");
+    Expected<PickleCursor> ranks = entry.at("partition_ranks");
+    if (!subGroup || !count || !rank || !ranks)
+      return llvm::joinErrors(
+          llvm::joinErrors(subGroup.takeError(), count.takeError()),
+          llvm::joinErrors(rank.takeError(), ranks.takeError()));
+    Expected<int64_t> group = subGroup->getInt();
+    Expected<int64_t> groupCount = count->getInt();
+    Expected<int64_t> place = rank->getInt();
+    Expected<Extents> members = ranks->getInts();
+    if (!group || !groupCount || !place || !members)
+      return llvm::joinErrors(
+          llvm::joinErrors(group.takeError(), groupCount.takeError()),
+          llvm::joinErrors(place.takeError(), members.takeError()));
+    if (*group != static_cast<int64_t>(index))
+      return subGroup->fail("sub-group " + std::to_string(*group) +
+                            " listed in place " + std::to_string(index));
+    if (static_cast<int64_t>(members->size()) != *groupCount || *place < 0 ||
+        *place >= *groupCount)
+      return entry.fail("partition_rank " + std::to_string(*place) +
+                        " of partition_count " + std::to_string(*groupCount) +
+                        " over the ranks " + formatList(*members));
+    states.groupPartitionCounts.push_back(*groupCount);
+    states.groupPartitionRank.push_back(*place);
+    states.groupPartitionRanks.push_back(std::move(*members));
+  }
+  return Error::success();
 }
 
 Expected<OptimizerStates> ucp::readOptimizerStates(const TorchFile &file,
@@ -240,10 +289,12 @@ Expected<OptimizerStates> ucp::readOptimizerStates(const TorchFile &file,
     Expected<PickleCursor> count = dict->at("partition_count");
     if (!count)
       return count.takeError();
-    Expected<int64_t> partitions = readPartitionCount(*count);
-    if (!partitions)
-      return partitions.takeError();
-    states.partitionCount = *partitions;
+    if (Error error = readPartitionCount(*count, states))
+      return error;
+    if (std::optional<PickleCursor> groups =
+            dict->find("ds_zero_partition_groups"))
+      if (Error error = readPartitionGroups(*groups, states))
+        return error;
     Expected<PickleCursor> fp32 = dict->at(
         zero3 ? "fp32_flat_groups" : "single_partition_of_fp32_groups");
     Expected<PickleCursor> inner =
@@ -255,6 +306,14 @@ Expected<OptimizerStates> ucp::readOptimizerStates(const TorchFile &file,
       return state.takeError();
     if (Error error = readGroups(file, *fp32, *state, states.groups))
       return error;
+    if (states.groupPartitionCounts.empty())
+      states.groupPartitionCounts.assign(states.groups.size(),
+                                         states.partitionCount);
+    if (states.groupPartitionCounts.size() != states.groups.size())
+      return count->fail("gives " +
+                         std::to_string(states.groupPartitionCounts.size()) +
+                         " partition counts for " +
+                         std::to_string(states.groups.size()) + " groups");
     if (!zero3) {
       Expected<PickleCursor> mappings = dict->at("param_slice_mappings");
       if (!mappings)

@@ -35,6 +35,10 @@ static bool hasFrozenParams(const DeepSpeedCheckpoint &checkpoint) {
 }
 
 Error Retargeter::checkTarget() const {
+  if (checkpoint.getAutoEpSize())
+    return refuseRetarget(checkpoint.getFolder() +
+                          ": an AutoEP checkpoint; its experts are not "
+                          "retargeted yet");
   if (stage < 1 || stage > 3)
     return refuseRetarget("--zero-stage " + std::to_string(stage) +
                           ": expected 1, 2 or 3");

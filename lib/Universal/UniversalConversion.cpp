@@ -101,6 +101,12 @@ UniversalConverter::planLayout(const DeepSpeedParam &param,
     layout.merge.catDim = 0; // What an injected, empty info gives.
   }
   layout.shape = full.logicalShape;
+  // An expert is written whole with its expert count, at every stage.
+  if (param.expertLayer) {
+    layout.experts =
+        checkpoint.getAutoEpLayers()[*param.expertLayer].numExperts;
+    return layout;
+  }
   // ZeRO-3 without TP writes the merged flat fragments as they are.
   layout.bare = checkpoint.getZeroStage() == 3 && checkpoint.getTpDegree() == 1;
   if (layout.bare)
@@ -386,6 +392,15 @@ Error UniversalConverter::copyModelFiles(llvm::StringRef folder) {
   for (const std::unique_ptr<TorchFile> &model : checkpoint.getModelFiles()) {
     llvm::SmallString<256> file(folder);
     path::append(file, path::filename(model->getPath()));
+    if (checkpoint.getAutoEpSize() && checkpoint.getZeroStage() < 3) {
+      Expected<PickleDocument> document =
+          buildAutoEpModelStatesDocument(*model);
+      if (!document)
+        return document.takeError();
+      if (Error error = writeCopied(*document, *model, file))
+        return error;
+      continue;
+    }
     if (std::error_code ec = fs::copy_file(model->getPath(), file))
       return refuse(file + ": cannot copy " + model->getPath() + ": " +
                     ec.message());

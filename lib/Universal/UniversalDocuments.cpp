@@ -58,6 +58,13 @@ ucp::buildStateDocument(const UniversalStateLayout &layout, bool requiresGrad) {
       getRowMajorStrides(layout.shape), requiresGrad);
   if (layout.bare)
     return builder.finish(tensor);
+  if (layout.experts)
+    return builder.finish(builder.dict(
+        {{builder.string("param"), tensor},
+         {builder.string("cat_dim"), builder.integer(0)},
+         {builder.string("is_expert_param"), builder.boolean(true)},
+         {builder.string("ep_num_experts"),
+          builder.integer(*layout.experts)}}));
   const UniversalMerge &merge = layout.merge;
   std::vector<std::pair<PickleRef, PickleRef>> items;
   if (merge.catDim)
@@ -145,4 +152,61 @@ ucp::buildOptimizerStateDocument(const DeepSpeedCheckpoint &checkpoint) {
   // new plain dict.
   bool ordered = zero3 && states->get().module == "collections";
   return builder.finish(builder.dict(output, ordered));
+}
+
+/// The layer keys of a ds_autoep_layers entry, in the order the Universal
+/// model states keep them.
+static constexpr llvm::StringLiteral kAutoEpLayerKeys[] = {
+    "moe_layer_id", "module_path",       "expert_key_prefix",
+    "num_experts",  "num_local_experts", "ep_size"};
+
+Expected<PickleDocument>
+ucp::buildAutoEpModelStatesDocument(const TorchFile &model) {
+  const PickleDocument &from = model.getDocument();
+  auto inFile = [&](llvm::Error error) {
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   model.getPath() + ": " +
+                                       llvm::toString(std::move(error)));
+  };
+  PickleCursor root(from);
+  Expected<PickleCursor> info = root.at("universal_checkpoint_info");
+  if (!info)
+    return inFile(info.takeError());
+  PickleBuilder builder;
+  llvm::DenseMap<PickleRef, PickleRef> replaced;
+  if (std::optional<PickleCursor> patterns =
+          info->find("expert_parameter_patterns")) {
+    Expected<std::vector<PickleCursor>> items = patterns->getItems();
+    if (!items)
+      return inFile(items.takeError());
+    std::vector<PickleRef> cut;
+    for (const PickleCursor &item : *items) {
+      Expected<std::string> text = item.getString();
+      if (!text)
+        return inFile(text.takeError());
+      llvm::StringRef pattern(*text);
+      pattern.consume_front(".*"); // The same under re.search.
+      cut.push_back(builder.string(pattern));
+    }
+    replaced[patterns->getRef()] = builder.list(cut);
+  }
+  if (std::optional<PickleCursor> layers = info->find("ds_autoep_layers")) {
+    Expected<std::vector<PickleCursor>> entries = layers->getItems();
+    if (!entries)
+      return inFile(entries.takeError());
+    std::vector<PickleRef> cut;
+    for (const PickleCursor &entry : *entries) {
+      std::vector<std::pair<PickleRef, PickleRef>> fields;
+      for (llvm::StringRef key : kAutoEpLayerKeys) {
+        Expected<PickleCursor> value = entry.at(key);
+        if (!value)
+          return inFile(value.takeError());
+        fields.push_back({builder.string(key),
+                          builder.copy(from, value->getRef(), replaced)});
+      }
+      cut.push_back(builder.dict(fields));
+    }
+    replaced[layers->getRef()] = builder.list(cut);
+  }
+  return builder.finish(builder.copy(from, root.getRef(), replaced));
 }

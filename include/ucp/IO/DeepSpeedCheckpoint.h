@@ -32,6 +32,7 @@
 #include "ucp/Map/ParamMap.h"
 
 #include <array>
+#include <optional>
 
 namespace ucp {
 
@@ -54,17 +55,32 @@ struct FragmentSlice {
   int64_t count = 0;
 };
 
+/// One AutoEP layer: its routed experts `<expertKeyPrefix>.<w>` are each
+/// one parameter `[numExperts, ...]`, EP rank e holding experts
+/// `[e * localExperts, (e + 1) * localExperts)`.
+struct AutoEpLayer {
+  int64_t moeLayerId = 0;
+  std::string modulePath, expertKeyPrefix;
+  int64_t numExperts = 0, localExperts = 0, epSize = 0;
+};
+
 /// A trainable parameter of the checkpoint.
 struct DeepSpeedParam {
   std::string name;
   /// The optimizer parameter group holding it.
   size_t group = 0;
-  /// The shape of its shard on each TP rank (`param_shapes`).
+  /// An AutoEP routed expert: its layer's index in getAutoEpLayers().
+  std::optional<size_t> expertLayer;
+  /// The shape of its shard on each model-parallel rank (`param_shapes`):
+  /// the TP ranks, or for an expert the EP ranks.
   std::vector<Extents> tpShapes;
-  /// Its map over the TP ranks alone: TP rank t holds its TP shard.
+  /// Its map over the model-parallel ranks alone: TP rank t holds its TP
+  /// shard; for an expert, EP rank e its local experts.
   ParamMap tpMap;
   /// Its map over the grid: rank `dp * tp_degree + tp` holds its fragment
-  /// (tpMap with each TP shard cut by DP, nestShardMaps).
+  /// (tpMap with each TP shard cut by DP, nestShardMaps). An expert's
+  /// world is the same, numbered `edp * ep_size + ep`: each EP rank's
+  /// experts cut by its expert-data-parallel ranks.
   ParamMap map;
   /// Per grid rank.
   std::vector<FragmentSlice> slices;
@@ -101,6 +117,18 @@ public:
   llvm::StringRef getOptimizerFilePrefix() const { return optimizerPrefix; }
   /// 1, 2 or 3 (a BF16_Optimizer checkpoint, which records none, is 1).
   int getZeroStage() const { return stage; }
+  /// The AutoEP layers (`ds_autoep_layers`), in moe_layer_id order; empty
+  /// without expert parallelism.
+  llvm::ArrayRef<AutoEpLayer> getAutoEpLayers() const { return autoEpLayers; }
+  /// The AutoEP size, 0 without expert parallelism.
+  int64_t getAutoEpSize() const {
+    return autoEpLayers.empty() ? 0 : autoEpLayers.front().epSize;
+  }
+  /// ZeRO-1/2 AutoEP: the per-expert model-state files (low-precision
+  /// weights), by layer and then global expert id.
+  llvm::ArrayRef<std::vector<std::string>> getExpertFiles() const {
+    return expertFiles;
+  }
   /// In group order, then in the group's order.
   llvm::ArrayRef<DeepSpeedParam> getParams() const { return params; }
 
@@ -159,6 +187,8 @@ private:
   bool universal = false;
   std::vector<DeepSpeedParam> params;
   std::optional<LegacyCategories> categories;
+  std::vector<AutoEpLayer> autoEpLayers;
+  std::vector<std::vector<std::string>> expertFiles;
   std::vector<std::unique_ptr<TorchFile>> modelFiles;
   /// Per grid rank.
   std::vector<RankFile> ranks;
