@@ -13,6 +13,7 @@
 #include "ucp/Layout/NestedLayout.h"
 #include "ucp/Runtime/FloatBits.h"
 #include "ucp/Universal/CheckpointFolder.h"
+#include "ucp/Universal/FragmentPrograms.h"
 
 #include "llvm/Support/Parallel.h"
 
@@ -154,86 +155,6 @@ constexpr size_t kZeroPiece = size_t(1) << 20;
 
 /// The elements a batch of copies moves before its source pages are
 /// released (16 MiB of fp32).
-constexpr int64_t kBatchElements = int64_t(1) << 22;
-
-void Retargeter::releaseSource(const DeepSpeedParam &param,
-                               OptimizerState state, int64_t rank,
-                               const StridedCopy &copy,
-                               const ProgramBuffers &buffers) const {
-  // The span of the source view: its first element to its last.
-  int64_t last = copy.source.offset;
-  for (size_t d = 0; d < copy.shape.size(); ++d)
-    last += (copy.shape[d] - 1) * copy.source.strides[d];
-  const char *data = static_cast<const char *>(buffers.sources.at(rank));
-  checkpoint.releaseFragmentPages(param, rank, state,
-                                  data + copy.source.offset * 4,
-                                  (last - copy.source.offset + 1) * 4);
-}
-
-/// The part of `whole` that writes target buffer `target` (of `elements`):
-/// its fills, and its copies if `withCopies`.
-static CopyProgram selectTarget(const CopyProgram &whole, int64_t target,
-                                int64_t elements, bool withCopies) {
-  CopyProgram part;
-  part.sourceElements = whole.sourceElements;
-  part.targetElements[target] = elements;
-  for (const StridedFill &fill : whole.fills)
-    if (fill.targetBuffer == target)
-      part.fills.push_back(fill);
-  if (withCopies)
-    for (const BufferPairCopies &pair : whole.pairs)
-      if (pair.targetBuffer == target)
-        part.pairs.push_back(pair);
-  return part;
-}
-
-void Retargeter::runIntoTarget(const CopyProgram &whole, int64_t target,
-                               int64_t elements, const ProgramBuffers &buffers,
-                               const DeepSpeedParam *releasing,
-                               OptimizerState state) const {
-  // The copies into one target buffer, a few megabytes at a time, each
-  // batch's source pages released once it is done (when asked): memory
-  // holds the target and little of the inputs.
-  CopyProgram batch = selectTarget(whole, target, elements,
-                                   /*withCopies=*/false);
-  auto run = [&] {
-    executeOnCpu(batch, buffers, DType::F32, /*threads=*/1);
-    if (releasing)
-      for (const BufferPairCopies &pair : batch.pairs)
-        for (const StridedCopy &copy : pair.copies)
-          releaseSource(*releasing, state, pair.sourceBuffer, copy, buffers);
-    batch.pairs.clear();
-    batch.fills.clear();
-  };
-  int64_t batched = 0;
-  for (const BufferPairCopies &pair : whole.pairs) {
-    if (pair.targetBuffer != target)
-      continue;
-    for (const StridedCopy &copy : pair.copies) {
-      if (batch.pairs.empty() ||
-          batch.pairs.back().sourceBuffer != pair.sourceBuffer)
-        batch.pairs.push_back({pair.sourceBuffer, pair.targetBuffer, {}});
-      batch.pairs.back().copies.push_back(copy);
-      batched += *getNumElements(copy.shape);
-      if (batched >= kBatchElements) {
-        run();
-        batched = 0;
-      }
-    }
-  }
-  run();
-}
-
-/// The source fragments of `state` of `param`, per grid rank.
-static ProgramBuffers getSources(const DeepSpeedCheckpoint &checkpoint,
-                                 const DeepSpeedParam &param,
-                                 OptimizerState state) {
-  ProgramBuffers buffers;
-  for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
-    buffers.sources[rank] = checkpoint.getFragment(param, rank, state).data;
-  return buffers;
-}
-
 void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
                               std::vector<char> &out) const {
   const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
@@ -242,25 +163,13 @@ void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
   // then in the model's dtype, rounded to nearest even as torch's copy_
   // does.
   std::vector<float> master(elements);
-  ProgramBuffers buffers = getSources(checkpoint, param, OptimizerState::Fp32);
+  ProgramBuffers buffers =
+      getFragmentSources(checkpoint, param, OptimizerState::Fp32);
   buffers.targets[t] = master.data();
-  runIntoTarget(weightPrograms.at(param.name), t, elements, buffers, &param,
-                OptimizerState::Fp32);
-  int64_t size = getElementSize(type);
-  out.resize(elements * size);
-  constexpr int64_t kChunk = int64_t(1) << 20;
-  llvm::parallelFor(0, llvm::divideCeil(elements, kChunk), [&](size_t c) {
-    for (int64_t e = c * kChunk;
-         e < std::min<int64_t>(elements, (c + 1) * kChunk); ++e) {
-      if (type == DType::F32) {
-        std::memcpy(&out[e * 4], &master[e], 4);
-        continue;
-      }
-      uint16_t bits = type == DType::BF16 ? ucpFloatToBfloat(master[e])
-                                          : ucpFloatToHalf(master[e]);
-      std::memcpy(&out[e * 2], &bits, 2);
-    }
-  });
+  runIntoTarget(checkpoint, weightPrograms.at(param.name), t, elements, buffers,
+                &param, OptimizerState::Fp32);
+  out.resize(elements * getElementSize(type));
+  narrowFloat32(master.data(), elements, type, out.data());
 }
 
 Retargeter::PartitionPieces
@@ -290,9 +199,9 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
     const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
     std::vector<char> &buffer = pieces.buffers[i];
     buffer.assign(layout.getSlice(i, d).count * 4, 0);
-    ProgramBuffers buffers = getSources(checkpoint, param, which);
+    ProgramBuffers buffers = getFragmentSources(checkpoint, param, which);
     buffers.targets[target] = buffer.data();
-    runIntoTarget(programs[state].at(param.name), target,
+    runIntoTarget(checkpoint, programs[state].at(param.name), target,
                   layout.getSlice(i, d).count, buffers, &param, which);
   });
   int64_t at = 0; // Elements of the partition laid out so far.

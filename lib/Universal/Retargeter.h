@@ -139,16 +139,6 @@ private:
                             bool releaseSource);
 
   // Data (Retarget.cpp).
-  /// Runs the copies of `whole` into target buffer `target` (of
-  /// `elements`), releasing the source pages of `state` of `releasing`
-  /// as each batch is done, if given.
-  void runIntoTarget(const CopyProgram &whole, int64_t target, int64_t elements,
-                     const ProgramBuffers &buffers,
-                     const DeepSpeedParam *releasing,
-                     OptimizerState state) const;
-  void releaseSource(const DeepSpeedParam &param, OptimizerState state,
-                     int64_t rank, const StridedCopy &copy,
-                     const ProgramBuffers &buffers) const;
   /// A target partition as pieces to write one after the other: runs of
   /// the mapped source fragments, fragments executed into buffers of their
   /// own, and padding from a buffer of zeros.

@@ -3,10 +3,13 @@
 // The whole reader: zip container, restricted unpickler, storage checks. A
 // file it accepts has every tensor inside its storage's record: reading the
 // first and the last element of each must stay in the buffer (ASan says if
-// not), and printing the document must terminate.
+// not), and printing the document must terminate. Every accepted file is
+// then read as DeepSpeed's model and optimizer states (AutoEP metadata and
+// ZeRO-3 partition groups included), which must refuse or succeed cleanly.
 //
 //===----------------------------------------------------------------------===//
 
+#include "DeepSpeedReader.h"
 #include "FuzzTarget.h"
 #include "ucp/IO/TorchFile.h"
 
@@ -39,5 +42,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   llvm::raw_null_ostream null;
   printPickleTree(document, null);
+  llvm::Expected<ModelStates> model = readModelStates(**file);
+  if (!model)
+    ignore(model.takeError());
+  for (bool zero3 : {false, true}) {
+    llvm::Expected<OptimizerStates> optimizer =
+        readOptimizerStates(**file, zero3);
+    if (!optimizer)
+      ignore(optimizer.takeError());
+  }
   return 0;
 }

@@ -7,6 +7,8 @@
 //       (either of the two with)
 //       --dp M [--tp N [--num-kv-heads K] | --target-map FILE]
 //       [--zero-stage S] [--threads N] [--no-sync]
+//   affine-run export --input_folder CKPT/TAG|UNIV --out DIR
+//       [--dtype fp32|bf16|fp16] [--max-shard-size 5GB] [--no-sync]
 //
 // ds-to-universal's options are spelt as DeepSpeed's ds_to_universal.py
 // spells them, so that the command drops into scripts written for it.
@@ -16,10 +18,13 @@
 #include "DeepSpeedCommands.h"
 #include "ucp/IO/MapDocument.h"
 #include "ucp/Support/InputFile.h"
+#include "ucp/Universal/Export.h"
 #include "ucp/Universal/Retarget.h"
 #include "ucp/Universal/UniversalConversion.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace ucp;
@@ -43,6 +48,11 @@ static cl::SubCommand fromUniversalCommand(
     "write the DeepSpeed ZeRO checkpoint a job at the given topology would "
     "have saved after loading a Universal checkpoint (load_universal, "
     "offline)");
+static cl::SubCommand
+    exportCommand("export",
+                  "write the consolidated model of a DeepSpeed or Universal "
+                  "checkpoint as safetensors files, as zero_to_fp32.py does, "
+                  "memory bounded by the largest tensor");
 static cl::opt<std::string>
     inputFolder("input_folder",
                 cl::desc("the checkpoint folder, CKPT/TAG (the folder of "
@@ -51,7 +61,26 @@ static cl::opt<std::string>
                          "the model states)"),
                 cl::value_desc("folder"), cl::sub(universalCommand),
                 cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
-                cl::cat(getDeepSpeedCategory()));
+                cl::sub(exportCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string>
+    exportFolder("out",
+                 cl::desc("the new folder of model.safetensors, or of "
+                          "model-0000i-of-0000N.safetensors and "
+                          "model.safetensors.index.json"),
+                 cl::value_desc("folder"), cl::sub(exportCommand),
+                 cl::cat(getDeepSpeedCategory()));
+static cl::opt<DType> exportType(
+    "dtype", cl::desc("the floating-point tensors' dtype (default fp32)"),
+    cl::values(clEnumValN(DType::F32, "fp32", "the fp32 masters as they are"),
+               clEnumValN(DType::BF16, "bf16", "rounded to nearest even"),
+               clEnumValN(DType::F16, "fp16", "rounded to nearest even")),
+    cl::init(DType::F32), cl::sub(exportCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string> maxShardSize(
+    "max-shard-size",
+    cl::desc("the most tensor bytes per file, as 5GB, 500MB, 2GiB or a "
+             "number of bytes (default 5GB)"),
+    cl::init("5GB"), cl::sub(exportCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string> outputFolder(
     "output_folder",
     cl::desc("the new folder: of the Universal checkpoint (latest_universal "
@@ -79,13 +108,13 @@ static cl::opt<bool> universalNoSync(
     "no-sync",
     cl::desc("return without waiting for the outputs to reach the disk"),
     cl::sub(universalCommand), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<bool> universalQuiet("quiet",
-                                    cl::desc("print no progress or summary"),
-                                    cl::sub(universalCommand),
-                                    cl::sub(retargetCommand),
-                                    cl::sub(fromUniversalCommand),
-                                    cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::sub(exportCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<bool>
+    universalQuiet("quiet", cl::desc("print no progress or summary"),
+                   cl::sub(universalCommand), cl::sub(retargetCommand),
+                   cl::sub(fromUniversalCommand), cl::sub(exportCommand),
+                   cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> targetDp("dp", cl::desc("the target's DP degree"),
                                  cl::value_desc("M"), cl::sub(retargetCommand),
                                  cl::sub(fromUniversalCommand),
@@ -118,15 +147,72 @@ static cl::opt<int>
                 cl::value_desc("S"), cl::sub(retargetCommand),
                 cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 
-bool isDeepSpeedCommand() {
-  return static_cast<bool>(universalCommand) ||
-         static_cast<bool>(retargetCommand) ||
-         static_cast<bool>(fromUniversalCommand);
-}
-
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "affine-run: " << message << "\n";
   return 1;
+}
+
+bool isDeepSpeedCommand() {
+  return static_cast<bool>(universalCommand) ||
+         static_cast<bool>(retargetCommand) ||
+         static_cast<bool>(fromUniversalCommand) ||
+         static_cast<bool>(exportCommand);
+}
+
+/// Parses a size as Hugging Face writes it: a number of bytes, or one with
+/// a unit of KB, MB, GB (powers of 1000) or KiB, MiB, GiB (of 1024).
+static std::optional<int64_t> parseSize(llvm::StringRef text) {
+  static const std::pair<llvm::StringRef, int64_t> kUnits[] = {
+      {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", int64_t(1) << 30},
+      {"KB", 1000},     {"MB", 1000000},  {"GB", 1000000000}};
+  int64_t unit = 1;
+  for (auto [suffix, factor] : kUnits)
+    if (text.consume_back(suffix)) {
+      unit = factor;
+      break;
+    }
+  uint64_t count = 0;
+  if (text.getAsInteger(10, count) || count == 0 ||
+      count > uint64_t(INT64_MAX / unit))
+    return std::nullopt;
+  return static_cast<int64_t>(count) * unit;
+}
+
+static int runExport() {
+  if (exportFolder.empty())
+    return fail("--out is required");
+  std::optional<int64_t> shardBytes = parseSize(maxShardSize);
+  if (!shardBytes)
+    return fail("--max-shard-size " + maxShardSize +
+                ": expected a positive size, as 5GB, 500MB or 2GiB");
+  // A Universal checkpoint is a folder of zero/<name>/ state folders.
+  llvm::SmallString<256> zero(inputFolder);
+  llvm::sys::path::append(zero, "zero");
+  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
+      llvm::sys::fs::is_directory(zero)
+          ? DeepSpeedCheckpoint::openUniversal(inputFolder)
+          : DeepSpeedCheckpoint::open(inputFolder);
+  if (!checkpoint)
+    return fail(llvm::toString(checkpoint.takeError()));
+  ExportOptions options;
+  options.dtype = exportType;
+  options.maxShardBytes = *shardBytes;
+  options.syncOutputs = !universalNoSync;
+  if (!universalQuiet)
+    options.progress = [](size_t done, size_t total, int64_t bytes) {
+      llvm::errs() << "affine-run: " << done << "/" << total << " tensors, "
+                   << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
+    };
+  llvm::Expected<ExportStats> stats =
+      exportModel(**checkpoint, exportFolder, options);
+  if (!stats)
+    return fail(llvm::toString(stats.takeError()));
+  if (!universalQuiet)
+    llvm::outs() << "export: " << stats->tensors << " tensors, " << stats->files
+                 << " files, "
+                 << llvm::format("%.3f", stats->bytesWritten / 1e6) << " MB in "
+                 << llvm::format("%.3f", stats->seconds) << " s\n";
+  return 0;
 }
 
 static void printProgress(size_t done, size_t total, int64_t bytes) {
@@ -194,6 +280,8 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
 int runDeepSpeedCommand() {
   if (inputFolder.empty())
     return fail("--input_folder is required");
+  if (exportCommand)
+    return runExport();
   if (outputFolder.empty())
     return fail("--output_folder is required");
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =

@@ -472,7 +472,9 @@ int main(int argc, char **argv) {
       "  affine-run ds-retarget --input_folder CKPT/TAG --output_folder "
       "OUT/TAG --dp M [--tp N] [--zero-stage S]\n"
       "  affine-run universal-to-ds --input_folder UNIV --output_folder "
-      "OUT/TAG --dp M [--tp N] [--zero-stage S]\n\n"
+      "OUT/TAG --dp M [--tp N] [--zero-stage S]\n"
+      "  affine-run export --input_folder CKPT/TAG|UNIV --out DIR [--dtype "
+      "bf16] [--max-shard-size 5GB]\n\n"
       "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
       "is written unless the whole run succeeds; extract, rebuild and reshard "
       "return once their outputs are on disk (unless --no-sync).\n");
@@ -488,8 +490,10 @@ int main(int argc, char **argv) {
                         : reshardCommand ? "reshard"
                                          : nullptr;
   if (!command)
-    return fail("expected a command: extract, rebuild, reshard, init, "
-                "inspect, ds-to-universal or ds-retarget (see --help)");
+    return fail(
+        "expected a command: extract, rebuild, reshard, init, "
+        "inspect, ds-to-universal, ds-retarget, universal-to-ds or export "
+        "(see --help)");
   if (outPath.empty())
     return fail("--out is required");
 
