@@ -17,6 +17,9 @@ warm page cache:
                which DeepSpeed's own route cannot do
   from univ.   affine-run universal-to-ds to DP dp + 1 from the Universal
                form (made once, untimed): the offline load_universal
+  export       affine-run export: the fp32 model as one safetensors file
+               (synced), what zero_to_fp32.py makes
+  export bf16  the same in bf16, in files of at most 200 MB
   DeepSpeed    with --deepspeed, DeepSpeed's ds_to_universal.py, then sync
                (the first half of its way to another topology; the second,
                loading the Universal checkpoint in a job, is not timed)
@@ -30,7 +33,9 @@ round disturbs less), the peak resident memory of the process and its children,
 the peak extra disk: the most the free space fell below what it was at
 the start, less the size of the final output (so, the temporary files),
 and the largest file written (for a retarget, the largest target
-partition's optimizer file: the memory target is that plus 256 MiB).
+partition's optimizer file: the memory target is that plus 256 MiB; for
+an export, whose memory is bounded by the largest tensor, that tensor's
+size is printed below the table).
 """
 import argparse
 import os
@@ -190,6 +195,11 @@ def main():
         "from univ.": lambda o: affine_run(
             "universal-to-ds", "--input_folder", universal, "--output_folder",
             o, "--dp", dp),
+        "export": lambda o: affine_run(
+            "export", "--input_folder", source, "--out", o),
+        "export bf16": lambda o: affine_run(
+            "export", "--input_folder", source, "--out", o, "--dtype",
+            "bf16", "--max-shard-size", "200MB"),
     }
     env = None
     if args.deepspeed:
@@ -202,6 +212,9 @@ def main():
             "sh", "-c", f'"{args.python}" "{args.deepspeed}" --input_folder '
             f'"{source}" --output_folder "{o}" --inject_missing_state && sync']
     print_table(source, run_rounds(commands, [source, universal], env))
+    # The embedding (or the untied head): vocab x hidden fp32 elements.
+    print(f"export: largest tensor {args.vocab * args.hidden * 4 / 1e6:.0f} "
+          "MB in fp32")
     # AutoTP's TP 2 x DP 2 to TP 1 x DP 2, which DeepSpeed cannot load.
     tp2 = make_checkpoint("checkpoint-tp2", 2)
     print_table(tp2, run_rounds({
