@@ -282,7 +282,9 @@ Error DeepSpeedReader::readExpertParallelLayout() {
   if (files.tp != 1)
     return refuse(path + ": AutoEP with tensor parallelism (mp_world_size " +
                   std::to_string(files.tp) + ") is not converted");
-  if (files.dp % ep != 0)
+  // A Universal folder is one rank of whole tensors: its layers record
+  // the source's grid, which its files no longer have.
+  if (!checkpoint.universal && files.dp % ep != 0)
     return refuse(path + ": autoep_size " + std::to_string(ep) +
                   " does not divide the " + std::to_string(files.dp) +
                   " DP ranks");
@@ -303,13 +305,17 @@ Error DeepSpeedReader::readExpertParallelLayout() {
       return refuse(file + ": its AutoEP layers differ from " + path + "'s");
     for (const AutoEpRecord &record : model.autoEp->layers)
       if (Error error =
-              checkRankFields(file, record, index, files.dp, files.zero3))
+              checkpoint.universal
+                  ? Error::success()
+                  : checkRankFields(file, record, index, files.dp, files.zero3))
         return error;
     if (Error error = checkInfoLayers(file, model.universalInfo, layers))
       return error;
   }
   checkpoint.autoEpLayers = std::move(layers);
-  if (Error error = checkExpertFiles())
-    return error;
+  // A Universal folder holds the experts' whole tensors instead.
+  if (!checkpoint.universal)
+    if (Error error = checkExpertFiles())
+      return error;
   return findExpertParams();
 }

@@ -11,7 +11,9 @@
 // from the model states as for any checkpoint, and the optimizer file each
 // TP rank lacks is rebuilt in the source stage's form from
 // optimizer_state.pt and the steps, with empty partitions: the template a
-// writer fills for the target.
+// writer fills for the target. An AutoEP expert's file holds the whole
+// `[num_experts, ...]` tensor; its EP map is the source's, from the
+// layers the model states record.
 //
 //===----------------------------------------------------------------------===//
 
@@ -147,7 +149,14 @@ Error DeepSpeedReader::buildUniversalParams() {
       param.group = g;
       for (int64_t t = 0; t < files.tp; ++t)
         param.tpShapes.push_back(getModel(t).groups[g][p].shape);
-      Expected<ParamMap> tpMap = buildTpMap(param.name, param.tpShapes);
+      if (expertGroups.count(g)) {
+        param.expertLayer = expertLayers[g][p];
+        param.tpShapes.resize(checkpoint.getAutoEpSize(), param.tpShapes[0]);
+      }
+      Expected<ParamMap> tpMap =
+          param.expertLayer ? buildExpertMap(param.name, *param.expertLayer,
+                                             param.tpShapes.front())
+                            : buildTpMap(param.name, param.tpShapes);
       if (!tpMap)
         return tpMap.takeError();
       // A vocabulary padded in F has rows no Universal file holds.
@@ -206,6 +215,8 @@ Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
   bf16 = bf16 ? bf16->find("enabled") : std::nullopt;
   if (bf16 && bf16->is(PickleValue::Bool) && bf16->get().boolean)
     checkpoint.optimizerPrefix = "bf16_";
+  if (Error error = readExpertParallelLayout())
+    return error;
   if (Error error = readTensorParallelLayout())
     return error;
   if (Error error = buildUniversalParams())

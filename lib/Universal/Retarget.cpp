@@ -36,10 +36,6 @@ static bool hasFrozenParams(const DeepSpeedCheckpoint &checkpoint) {
 }
 
 Error Retargeter::checkTarget() const {
-  if (checkpoint.getAutoEpSize())
-    return refuseRetarget(checkpoint.getFolder() +
-                          ": an AutoEP checkpoint; its experts are not "
-                          "retargeted yet");
   if (stage < 1 || stage > 3)
     return refuseRetarget("--zero-stage " + std::to_string(stage) +
                           ": expected 1, 2 or 3");
@@ -64,6 +60,9 @@ Error Retargeter::checkTarget() const {
                          "the target's DP x TP world");
       !error.empty())
     return refuseRetarget("--dp " + std::to_string(options.dp) + ": " + error);
+  if (checkpoint.getAutoEpSize() || options.autoEpSize)
+    if (Error error = checkExpertParallel())
+      return error;
   // ZeRO-3 keeps each rank's slots of a frozen parameter; ZeRO-1/2 the
   // whole tensor. Moving those is not built.
   if ((isZero3Source() || isZero3Target()) && hasFrozenParams(checkpoint))
@@ -98,28 +97,29 @@ Error Retargeter::plan() {
       groups.resize(params[p].group + 1);
     groups[params[p].group].push_back(p);
   }
-  for (const std::vector<size_t> &group : groups) {
-    std::vector<ZeroGroupLayout> &perTp = layouts.emplace_back();
-    for (int64_t t = 0; t < tp; ++t) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    outerDegrees.push_back(isExpertGroup(g) ? epSize : tp);
+    std::vector<ZeroGroupLayout> &perRank = layouts.emplace_back();
+    for (int64_t o = 0; o < outerDegrees[g]; ++o) {
       std::vector<int64_t> elements;
-      for (size_t p : group)
-        elements.push_back(*getNumElements(tpShapes[p][t]));
-      perTp.push_back(layOutZeroGroup(elements, options.dp, stage));
+      for (size_t p : groups[g])
+        elements.push_back(*getNumElements(tpShapes[p][o]));
+      perRank.push_back(layOutZeroGroup(elements, getGroupDpDegree(g), stage));
     }
   }
-  // Each parameter's target map: its TP map, each TP shard cut by the
+  // Each parameter's target map: its TP (or EP) map, each shard cut by the
   // target's partitioning; and its TP map alone, for the weights.
   std::vector<ParamMap> sources, targets, weights;
   for (size_t g = 0; g < groups.size(); ++g)
     for (auto [i, p] : llvm::enumerate(groups[g])) {
       const DeepSpeedParam &param = params[p];
       std::vector<ParamMap> inner;
-      for (int64_t t = 0; t < tp; ++t) {
+      for (int64_t o = 0; o < outerDegrees[g]; ++o) {
         Extents sizes;
-        for (int64_t d = 0; d < options.dp; ++d)
-          sizes.push_back(layouts[g][t].getSlice(i, d).count);
+        for (int64_t d = 0; d < getGroupDpDegree(g); ++d)
+          sizes.push_back(layouts[g][o].getSlice(i, d).count);
         Expected<ParamMap> cut =
-            buildFlatRangeLayout(param.name, tpShapes[p][t], sizes);
+            buildFlatRangeLayout(param.name, tpShapes[p][o], sizes);
         if (!cut)
           return cut.takeError();
         inner.push_back(std::move(*cut));
@@ -175,8 +175,9 @@ void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
 Retargeter::PartitionPieces
 Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
                                int64_t elements, llvm::StringRef zeros) const {
-  const ZeroGroupLayout &layout = layouts[g][t];
-  int64_t target = d * tp + t;
+  GroupRank rank = getGroupRank(g, d, t);
+  const ZeroGroupLayout &layout = layouts[g][rank.outer];
+  int64_t target = rank.world;
   OptimizerState which = kOptimizerStates[state];
   // Each parameter's fragment: runs of its mapped source fragments where
   // its copies only concatenate them (flat from flat, whole from whole),
@@ -184,7 +185,7 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
   std::vector<std::optional<std::vector<ContiguousRun>>> runs;
   std::vector<size_t> executed;
   for (auto [i, p] : llvm::enumerate(groups[g])) {
-    FragmentSlice slice = layout.getSlice(i, d);
+    FragmentSlice slice = layout.getSlice(i, rank.inner);
     runs.push_back(getContiguousRuns(
         selectTarget(programs[state].at(checkpoint.getParams()[p].name), target,
                      slice.count, /*withCopies=*/true),
@@ -198,11 +199,11 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
     size_t i = executed[e];
     const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
     std::vector<char> &buffer = pieces.buffers[i];
-    buffer.assign(layout.getSlice(i, d).count * 4, 0);
+    buffer.assign(layout.getSlice(i, rank.inner).count * 4, 0);
     ProgramBuffers buffers = getFragmentSources(checkpoint, param, which);
     buffers.targets[target] = buffer.data();
     runIntoTarget(checkpoint, programs[state].at(param.name), target,
-                  layout.getSlice(i, d).count, buffers, &param, which);
+                  layout.getSlice(i, rank.inner).count, buffers, &param, which);
   });
   int64_t at = 0; // Elements of the partition laid out so far.
   auto pad = [&](int64_t upTo) {
@@ -212,7 +213,7 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
     }
   };
   for (auto [i, p] : llvm::enumerate(groups[g])) {
-    FragmentSlice slice = layout.getSlice(i, d);
+    FragmentSlice slice = layout.getSlice(i, rank.inner);
     if (slice.count == 0)
       continue;
     pad(slice.offset); // ZeRO-3's slots end in padding.
@@ -325,8 +326,14 @@ Error Retargeter::write(llvm::StringRef folder) {
   // One file at a time, each partition's parameters in parallel: memory
   // holds one target partition.
   llvm::parallel::strategy = llvm::hardware_concurrency(options.threads);
-  // Model states per TP rank, or per grid rank for ZeRO-3.
-  size_t total = (isZero3Target() ? tp * options.dp : tp) + tp * options.dp;
+  // Model states per TP rank, or per grid rank for ZeRO-3; ZeRO-1/2's
+  // per-expert files.
+  size_t experts = 0;
+  if (!isZero3Target())
+    for (const AutoEpLayer &layer : checkpoint.getAutoEpLayers())
+      experts += layer.numExperts;
+  size_t total =
+      (isZero3Target() ? tp * options.dp : tp) + tp * options.dp + experts;
   auto report = [&] {
     if (options.progress)
       options.progress(filesWritten, total, bytesWritten);
@@ -342,6 +349,11 @@ Error Retargeter::write(llvm::StringRef folder) {
         return error;
       report();
     }
+  if (experts) {
+    if (Error error = writeExpertFiles(folder))
+      return error;
+    report();
+  }
   return Error::success();
 }
 

@@ -28,19 +28,22 @@ Error Retargeter::replaceModuleWeights(
   const ZeroGroupLayout &layout = layouts[g][t];
   // Each weight's tensor, checked where the source's partitioning puts it:
   // ZeRO-1/2 at its offset in the group's one flat buffer (the same at
-  // every DP degree), ZeRO-3 as an empty placeholder of its own.
+  // every DP degree; an AutoEP run saves each weight as a clone of its
+  // own), ZeRO-3 as an empty placeholder of its own.
   std::vector<PickleRef> tensors;
   int64_t offset = 0;
+  bool clones = checkpoint.getAutoEpSize() && !isZero3Source();
   for (size_t p : groups[g]) {
     const DeepSpeedParam &param = checkpoint.getParams()[p];
     std::optional<PickleCursor> tensor = module.find(param.name);
-    bool placed = tensor && tensor->is(PickleValue::Tensor) &&
-                  (isZero3Source()
-                       ? tensor->get().shape == Extents{0}
-                       : tensor->get().offset == offset &&
-                             (tensors.empty() ||
-                              from.get(tensor->get().storage).text ==
-                                  from.get(from.get(tensors[0]).storage).text));
+    bool placed =
+        tensor && tensor->is(PickleValue::Tensor) &&
+        (isZero3Source() ? tensor->get().shape == Extents{0}
+         : clones        ? tensor->get().shape == param.tpShapes[0]
+                         : tensor->get().offset == offset &&
+                        (tensors.empty() ||
+                         from.get(tensor->get().storage).text ==
+                             from.get(from.get(tensors[0]).storage).text));
     if (!placed)
       return refuseRetarget(
           module.getPath() + "['" + param.name + "']: not where ZeRO-" +
@@ -48,8 +51,10 @@ Error Retargeter::replaceModuleWeights(
     tensors.push_back(tensor->getRef());
     offset += *getNumElements(param.tpShapes[getTemplateTp(t)]);
   }
-  if (tensors.empty() || (isZero3Source() && isZero3Target()))
-    return Error::success(); // Placeholders stay as they are.
+  // Placeholders, and clones at the same TP degree and stage form, stay as
+  // they are.
+  if (tensors.empty() || (isZero3Source() && isZero3Target()) || clones)
+    return Error::success();
   DType type = from.get(from.get(tensors[0]).storage).dtype;
   if (isZero3Target()) {
     for (PickleRef tensor : tensors) {
@@ -91,7 +96,8 @@ Error Retargeter::replaceModuleWeights(
   return Error::success();
 }
 
-Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
+Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
+                                                              int64_t t) const {
   const TorchFile &source = *checkpoint.getModelFiles()[getTemplateTp(t)];
   const PickleDocument &from = source.getDocument();
   PickleCursor root(from);
@@ -107,12 +113,15 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
   TargetFile file;
   int64_t nextKey = getNextStorageKey(from);
   for (size_t g = 0; g < groups.size(); ++g)
-    if (Error error = replaceModuleWeights(*module, g, t, nextKey, b, replaced,
-                                           file.storages))
-      return inSource(std::move(error));
+    if (!isExpertGroup(g)) // Experts are not in the module.
+      if (Error error = replaceModuleWeights(*module, g, t, nextKey, b,
+                                             replaced, file.storages))
+        return inSource(std::move(error));
   replaceStage(root, stage, b, replaced);
   if (changesTpMaps())
     replaceTensorParallel(root, t, b, replaced);
+  if (epSize)
+    replaceExpertParallel(root, d * tp + t, b, replaced);
   // The root's values the topology changes; the rest as they were.
   std::vector<std::pair<PickleRef, PickleRef>> items;
   Expected<std::vector<std::pair<std::string, PickleCursor>>> entries =
@@ -143,13 +152,14 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t t) const {
 }
 
 Error Retargeter::writeModelStates(int64_t t, llvm::StringRef folder) {
-  Expected<TargetFile> built = buildModelStates(t);
-  if (!built)
-    return built.takeError();
   const TorchFile &source = *checkpoint.getModelFiles()[getTemplateTp(t)];
   std::string tpRank = llvm::formatv("{0:d2}", t).str();
-  // ZeRO-3: the same file for every DP rank.
+  // ZeRO-3: one file per DP rank (the same but for AutoEP's records of the
+  // rank).
   for (int64_t d = 0; d < (isZero3Target() ? options.dp : 1); ++d) {
+    Expected<TargetFile> built = buildModelStates(d, t);
+    if (!built)
+      return built.takeError();
     llvm::SmallString<256> file(folder);
     path::append(file, isZero3Target()
                            ? "zero_pp_rank_" + std::to_string(d) + "_mp_rank_" +

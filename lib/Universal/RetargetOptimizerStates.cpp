@@ -114,7 +114,8 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
   bool stripsPadding = !isZero3Target() && !bf16Optimizer;
   std::vector<PickleRef> partitions, paddings, counts, mappings;
   for (size_t g = 0; g < groups.size(); ++g) {
-    const ZeroGroupLayout &layout = layouts[g][t];
+    GroupRank rank = getGroupRank(g, d, t);
+    const ZeroGroupLayout &layout = layouts[g][rank.outer];
     if (g >= adam->size())
       return refuseRetarget(source.getPath() + ": no Adam state for group " +
                             std::to_string(g));
@@ -127,14 +128,21 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
     Expected<PickleCursor> partition = fp32->at(g);
     if (!partition)
       return inSource(partition.takeError());
-    partitions.push_back(newTensor(
-        *partition, g, 0,
-        layout.partition - (stripsPadding ? layout.getPadding(d) : 0)));
+    partitions.push_back(
+        newTensor(*partition, g, 0,
+                  layout.partition -
+                      (stripsPadding ? layout.getPadding(rank.inner) : 0)));
     if (!isZero3Target()) {
-      paddings.push_back(b.integer(layout.getPadding(d)));
-      counts.push_back(b.integer(options.dp));
+      paddings.push_back(b.integer(layout.getPadding(rank.inner)));
+      counts.push_back(b.integer(getGroupDpDegree(g)));
       mappings.push_back(buildSliceMappings(b, g, d, t));
     }
+  }
+  if (epSize) {
+    Expected<PickleCursor> paramGroups = base->at("param_groups");
+    if (!paramGroups)
+      return inSource(paramGroups.takeError());
+    replaceExpertGroups(*states, *paramGroups, d, t, b, replaced);
   }
   // What the topology decides in the target's form of the optimizer dict.
   llvm::StringMap<PickleRef> values;
@@ -195,6 +203,8 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
   replaced[states->getRef()] =
       b.dict(items, states->get().module == "collections");
   replaceStage(root, stage, b, replaced);
+  if (epSize)
+    replaceAutoEpSize(root, epSize, b, replaced);
   file.document = b.finish(b.copy(from, from.getRoot(), replaced));
   return file;
 }
@@ -202,8 +212,9 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
 PickleRef Retargeter::buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
                                          int64_t t) const {
   std::vector<std::pair<PickleRef, PickleRef>> slices;
+  GroupRank rank = getGroupRank(g, d, t);
   for (auto [i, p] : llvm::enumerate(groups[g])) {
-    FragmentSlice slice = layouts[g][t].getSlice(i, d);
+    FragmentSlice slice = layouts[g][rank.outer].getSlice(i, rank.inner);
     if (slice.count == 0)
       continue;
     slices.push_back(

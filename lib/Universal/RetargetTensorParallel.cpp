@@ -125,8 +125,20 @@ Error Retargeter::planTensorParallel() {
   llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
   if (!changesTp()) {
     for (const DeepSpeedParam &param : params) {
-      tpMaps.push_back(param.tpMap);
-      tpShapes.push_back(param.tpShapes);
+      if (!param.expertLayer || !changesEp()) {
+        tpMaps.push_back(param.tpMap);
+        tpShapes.push_back(param.tpShapes);
+        continue;
+      }
+      // An expert at another AutoEP size: its experts over the new EP
+      // ranks.
+      Expected<ParamMap> map = buildTargetExpertMap(param);
+      Expected<std::vector<Extents>> shapes =
+          map ? getShardShapes(*map) : map.takeError();
+      if (!shapes)
+        return shapes.takeError();
+      tpMaps.push_back(std::move(*map));
+      tpShapes.push_back(std::move(*shapes));
     }
     return Error::success();
   }

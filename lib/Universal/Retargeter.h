@@ -9,7 +9,9 @@
 // per grid rank for ZeRO-3 (RetargetModelStates.cpp), each document the
 // source's with what the topology decides replaced, and the data filled
 // from the memory-mapped source fragments (Retarget.cpp). The source may
-// be a Universal checkpoint read as one DP rank of whole tensors.
+// be a Universal checkpoint read as one DP rank of whole tensors. An AutoEP
+// checkpoint's expert group is partitioned over EP x EDP ranks instead of
+// TP x DP (RetargetExpertParallel.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +37,11 @@ llvm::Error refuseRetarget(const llvm::Twine &why);
 void replaceStage(const PickleCursor &root, int stage, PickleBuilder &builder,
                   llvm::DenseMap<PickleRef, PickleRef> &replaced);
 
+/// Maps ds_config's expert_parallel.autoep_size under `root` to `size`.
+void replaceAutoEpSize(const PickleCursor &root, int64_t size,
+                       PickleBuilder &builder,
+                       llvm::DenseMap<PickleRef, PickleRef> &replaced);
+
 class Retargeter {
 public:
   Retargeter(const DeepSpeedCheckpoint &checkpoint,
@@ -44,7 +51,8 @@ public:
                                    ? checkpoint.getTpDegree()
                                    : options.targetMaps[0].worldSize)),
         sourceTp(checkpoint.getTpDegree()),
-        stage(options.zeroStage.value_or(checkpoint.getZeroStage())) {}
+        stage(options.zeroStage.value_or(checkpoint.getZeroStage())),
+        epSize(options.autoEpSize.value_or(checkpoint.getAutoEpSize())) {}
 
   /// Checks the target and plans every copy; writes nothing.
   llvm::Error plan();
@@ -82,6 +90,62 @@ private:
 
   /// Refuses a target that cannot be written, before any planning.
   llvm::Error checkTarget() const;
+
+  /// Where grid rank (d, t) sits in a group's partitioning: its
+  /// model-parallel rank (TP, or EP for experts), its rank among the DP
+  /// (or EDP) ranks of that, and its grid rank.
+  struct GroupRank {
+    int64_t outer, inner, world;
+  };
+  GroupRank getGroupRank(size_t g, int64_t d, int64_t t) const {
+    int64_t world = d * tp + t;
+    return {world % outerDegrees[g], world / outerDegrees[g], world};
+  }
+  /// The DP ranks each of group `g`'s model-parallel ranks is cut by.
+  int64_t getGroupDpDegree(size_t g) const {
+    return options.dp * tp / outerDegrees[g];
+  }
+
+  // Expert parallelism (RetargetExpertParallel.cpp).
+  /// Refuses an AutoEP target that cannot be written.
+  llvm::Error checkExpertParallel() const;
+  /// Whether group `g` holds AutoEP experts.
+  bool isExpertGroup(size_t g) const {
+    return checkpoint.getParams()[groups[g].front()].expertLayer.has_value();
+  }
+  bool changesEp() const { return epSize != checkpoint.getAutoEpSize(); }
+  /// The map of expert parameter `param` over the target's EP ranks.
+  llvm::Expected<ParamMap>
+  buildTargetExpertMap(const DeepSpeedParam &param) const;
+  /// Maps what the target's EP degree and grid rank `world` change in the
+  /// model states under `root`: ds_config's autoep_size, the experts'
+  /// param_shapes, and every ds_autoep_layers record.
+  void
+  replaceExpertParallel(const PickleCursor &root, int64_t world,
+                        PickleBuilder &b,
+                        llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Maps the experts' param_shapes under `root` to their EP-local shapes
+  /// at the target.
+  void
+  replaceExpertShapes(const PickleCursor &root, PickleBuilder &b,
+                      llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Maps the expert group's name in the param groups under `groups` to the
+  /// target's, and ZeRO-3's ds_zero_partition_groups under `states` to
+  /// grid rank (d, t)'s.
+  void
+  replaceExpertGroups(const PickleCursor &states,
+                      const PickleCursor &paramGroups, int64_t d, int64_t t,
+                      PickleBuilder &b,
+                      llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Copies the per-expert files (ZeRO-1/2) into `folder`, or makes them
+  /// from the fp32 masters where the source is a Universal folder.
+  llvm::Error writeExpertFiles(llvm::StringRef folder);
+  llvm::Error writeExpertFilesFromMasters(llvm::StringRef folder);
+  /// ep_size_<N>, the expert group's name at the target.
+  std::string getExpertGroupName() const {
+    return "ep_size_" + std::to_string(epSize);
+  }
+
   /// Each parameter's TP map at the target's degree
   /// (RetargetTensorParallel.cpp).
   llvm::Error planTensorParallel();
@@ -120,7 +184,8 @@ private:
                                    llvm::StringRef folder);
 
   // Model states (RetargetModelStates.cpp).
-  llvm::Expected<TargetFile> buildModelStates(int64_t t) const;
+  /// Model states of TP rank `t`, as DP rank `d` writes them.
+  llvm::Expected<TargetFile> buildModelStates(int64_t d, int64_t t) const;
   llvm::Error
   replaceModuleWeights(const PickleCursor &module, size_t g, int64_t t,
                        int64_t &nextKey, PickleBuilder &b,
@@ -170,6 +235,11 @@ private:
   int64_t tp, sourceTp;
   /// The target's ZeRO stage.
   int stage;
+  /// The target's AutoEP size, 0 without expert parallelism.
+  int64_t epSize;
+  /// Per group: its model-parallel degree (the TP degree, or the EP degree
+  /// for experts).
+  std::vector<int64_t> outerDegrees;
   /// Per parameter, in getParams() order: its map over the target's TP
   /// ranks, and the shape of each TP rank's shard.
   std::vector<ParamMap> tpMaps;
@@ -179,7 +249,7 @@ private:
   std::optional<LegacyCategories> targetCategories;
   /// Parameter indices of each group, in the group's order.
   std::vector<std::vector<size_t>> groups;
-  /// Per group and TP rank: the target's partitioning.
+  /// Per group and model-parallel rank: the target's partitioning.
   std::vector<std::vector<ZeroGroupLayout>> layouts;
   /// Per state: each parameter from the source grid to the target grid.
   std::array<TransferPrograms, 3> programs;

@@ -6,7 +6,7 @@
 //   affine-run universal-to-ds --input_folder UNIV --output_folder OUT/TAG
 //       (either of the two with)
 //       --dp M [--tp N [--num-kv-heads K] | --target-map FILE]
-//       [--zero-stage S] [--threads N] [--no-sync]
+//       [--zero-stage S] [--autoep-size E] [--threads N] [--no-sync]
 //   affine-run export --input_folder CKPT/TAG|UNIV --out DIR
 //       [--dtype fp32|bf16|fp16] [--max-shard-size 5GB] [--no-sync]
 //
@@ -146,6 +146,14 @@ static cl::opt<int>
                          "source's)"),
                 cl::value_desc("S"), cl::sub(retargetCommand),
                 cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<int64_t> targetAutoEpSize(
+    "autoep-size",
+    cl::desc("an AutoEP checkpoint's target autoep_size (default: the "
+             "source's): the EP degree every AutoEP layer's experts are "
+             "placed over; it must divide every layer's expert count and "
+             "--dp"),
+    cl::value_desc("E"), cl::sub(retargetCommand),
+    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "affine-run: " << message << "\n";
@@ -230,6 +238,8 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
     options.zeroStage = targetStage;
   if (targetTp.getNumOccurrences())
     options.tp = targetTp;
+  if (targetAutoEpSize.getNumOccurrences())
+    options.autoEpSize = targetAutoEpSize;
   if (!targetMapFile.empty()) {
     // As every map document is read: regular files only, nesting bounded.
     llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> text =
@@ -270,6 +280,11 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
                                             : options.targetMaps[0].worldSize)
                  << " x DP " << options.dp << " ZeRO-"
                  << options.zeroStage.value_or(checkpoint.getZeroStage())
+                 << (checkpoint.getAutoEpSize()
+                         ? " autoep_size " +
+                               std::to_string(options.autoEpSize.value_or(
+                                   checkpoint.getAutoEpSize()))
+                         : "")
                  << ", " << stats->files << " files, "
                  << llvm::format("%.3f", stats->bytesWritten / 1e6)
                  << " MB of partitions in "

@@ -470,7 +470,7 @@ int main(int argc, char **argv) {
       "  affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
       "OUT\n"
       "  affine-run ds-retarget --input_folder CKPT/TAG --output_folder "
-      "OUT/TAG --dp M [--tp N] [--zero-stage S]\n"
+      "OUT/TAG --dp M [--tp N] [--zero-stage S] [--autoep-size E]\n"
       "  affine-run universal-to-ds --input_folder UNIV --output_folder "
       "OUT/TAG --dp M [--tp N] [--zero-stage S]\n"
       "  affine-run export --input_folder CKPT/TAG|UNIV --out DIR [--dtype "

@@ -14,7 +14,11 @@
 // weights (flat bf16 buffers padded for the new DP degree, rebuilt from the
 // fp32 masters where the source holds none or other TP shards, or ZeRO-3's
 // empty placeholders), param_shapes, partitions, group paddings, partition
-// counts and param_slice_mappings. Padding is written as zeros. The source
+// counts and param_slice_mappings. An AutoEP checkpoint's routed experts
+// move to the target's autoep_size the same way: each expert parameter's
+// map places its experts over the target's EP ranks, each EP rank's block
+// cut by its expert-data-parallel ranks (RetargetExpertParallel.cpp).
+// Padding is written as zeros. The source
 // may also be a Universal checkpoint (DeepSpeedCheckpoint::openUniversal):
 // the offline equivalent of DeepSpeed's load_universal.
 //
@@ -43,6 +47,9 @@ struct RetargetOptions {
   std::optional<int64_t> numKvHeads;
   /// The target's ZeRO stage (1, 2 or 3); the source's if unset.
   std::optional<int> zeroStage;
+  /// An AutoEP checkpoint's target autoep_size (the EP degree of every
+  /// AutoEP layer); the source's if unset.
+  std::optional<int64_t> autoEpSize;
   /// Worker threads (0: every core this process may run on).
   unsigned threads = 0;
   /// Return only once the outputs are on disk.

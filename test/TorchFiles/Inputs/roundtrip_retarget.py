@@ -1,11 +1,12 @@
 """Retargets real checkpoints A -> B -> A and checks that A comes back.
 
-    roundtrip_retarget.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE[:TP[:KV]]...
+    roundtrip_retarget.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE[:TP[:KV[:EP]]]...
 
-For each RUN of FIXTURES/deepspeed (a ZeRO checkpoint), retargets it
-to DP degree DP, ZeRO stage STAGE and TP degree TP (the model's kv-head
-count KV given where the split rules need it), then back to its own
-degrees and stage, and compares every file of the result with the original once
+For each RUN of FIXTURES/deepspeed or FIXTURES/deepspeed-autoep (a ZeRO
+checkpoint), retargets it to DP degree DP, ZeRO stage STAGE, TP degree TP
+(the model's kv-head count KV given where the split rules need it) and
+AutoEP size EP (empty fields: the source's), then back to its own
+degrees, stage and AutoEP size, and compares every file of the result with the original once
 torch.load has read it: the same content, tensors bit for bit, but for
 the padding of ZeRO-3 partitions, which DeepSpeed leaves uninitialised and
 a retarget writes as zeros (the original's is zeroed first). B is also
@@ -13,6 +14,7 @@ converted to Universal form, whose every parameter file must equal the
 source's: the same full tensors. Prints one line per case; exits 1 at the
 first difference.
 """
+import math
 import os
 import subprocess
 import sys
@@ -22,12 +24,14 @@ from compare_universal import compare  # noqa: E402
 from compare_with_torch import load  # noqa: E402
 
 
-def retarget(affine_run, source, target, dp, stage, tp=None, kv=None):
+def retarget(affine_run, source, target, dp, stage, tp=None, kv=None,
+             ep=None):
     subprocess.run([affine_run, "ds-retarget", "--quiet", "--input_folder",
                     source, "--output_folder", target, "--dp", str(dp),
                     "--zero-stage", str(stage)] +
                    (["--tp", str(tp)] if tp else []) +
-                   (["--num-kv-heads", str(kv)] if kv else []), check=True)
+                   (["--num-kv-heads", str(kv)] if kv else []) +
+                   (["--autoep-size", str(ep)] if ep else []), check=True)
 
 
 def flat(value):
@@ -65,16 +69,22 @@ def same_universal(affine_run, a, b, out):
 
 def zero_padding(states, model, rank):
     """Zeroes the padding of each parameter's slots in a ZeRO-3 optimizer
-    file of DP rank `rank`, with the shapes of `model`'s param_shapes."""
+    file of DP rank `rank`, with the shapes of `model`'s param_shapes (an
+    AutoEP expert group is partitioned over the rank's EDP group, as
+    ds_zero_partition_groups records)."""
     optimizer = states["optimizer_state_dict"]
-    dp = optimizer["partition_count"]
     base = optimizer["optimizer_state_dict"]
+    partitions = optimizer.get("ds_zero_partition_groups")
     for g, shapes in enumerate(model["param_shapes"]):
+        dp = optimizer["partition_count"]
+        if partitions:
+            dp = partitions[g]["partition_count"]
+            rank = partitions[g]["partition_rank"]
         flats = [optimizer["fp32_flat_groups"][g], base["state"][g]["exp_avg"],
                  base["state"][g]["exp_avg_sq"]]
         offset = 0
         for shape in shapes.values():
-            numel = shape.numel()
+            numel = math.prod(shape)
             slots = -(-numel // dp)
             real = max(0, min(slots, numel - rank * slots))
             for flat in flats:
@@ -84,25 +94,31 @@ def zero_padding(states, model, rank):
 
 def main(affine_run, fixtures, out, *cases):
     for case in cases:
-        run, dp, stage, tp, kv = (case.split(":") + [None, None])[:5]
+        run, dp, stage, tp, kv, ep = (case.split(":") + [None] * 3)[:6]
         folder = os.path.join(fixtures, "deepspeed", run, "checkpoint")
+        if not os.path.isdir(folder):
+            folder = os.path.join(fixtures, "deepspeed-autoep", run,
+                                  "checkpoint")
         with open(os.path.join(folder, "latest")) as f:
             tag = f.read()
         original = os.path.join(folder, tag)
         model = load(os.path.join(original, sorted(
             n for n in os.listdir(original) if n.endswith(
-                "mp_rank_00_model_states.pt"))[0]))
+                "mp_rank_00_model_states.pt") and not n.startswith(
+                    "layer_"))[0]))
         there = os.path.join(out, case.replace(":", "_"), "there", tag)
         back = os.path.join(out, case.replace(":", "_"), "back", tag)
-        retarget(affine_run, original, there, dp, stage, tp, kv)
+        retarget(affine_run, original, there, dp, stage, tp, kv, ep)
         difference = same_universal(affine_run, original, there,
                                     os.path.dirname(os.path.dirname(there)))
         if difference:
             print(f"{case}: the Universal forms differ: {difference}")
             return 1
+        layers = model.get("ds_autoep_layers")
         retarget(affine_run, there, back, model["dp_world_size"],
                  model["ds_config"]["zero_optimization"]["stage"],
-                 model["mp_world_size"], kv)
+                 model["mp_world_size"], kv,
+                 layers[0]["ep_size"] if layers else None)
         names = sorted(os.listdir(original))
         if sorted(os.listdir(back)) != names:
             print(f"{case}: files {sorted(os.listdir(back))} vs {names}")

@@ -1,12 +1,13 @@
 """Checks affine-run universal-to-ds against ds-retarget on real checkpoints.
 
-    universal_to_ds.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE[:TP[:KV]]...
+    universal_to_ds.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE[:TP[:KV[:EP]]]...
 
-For each RUN of FIXTURES/deepspeed, writes the checkpoint at DP degree DP,
-ZeRO stage STAGE and TP degree TP (the model's kv-head count KV given
-where the split rules need it) three ways: ds-retarget from the
+For each RUN of FIXTURES/deepspeed or FIXTURES/deepspeed-autoep, writes
+the checkpoint at DP degree DP, ZeRO stage STAGE, TP degree TP (the
+model's kv-head count KV given where the split rules need it) and AutoEP
+size EP (empty fields: the source's) three ways: ds-retarget from the
 checkpoint itself, and universal-to-ds from its Universal form as
-DeepSpeed's converter wrote it (FIXTURES/deepspeed/RUN/universal) and as
+DeepSpeed's converter wrote it (RUN/universal) and as
 ds-to-universal writes it. The three must hold the same files, equal once
 torch.load has read them (tensors bit for bit). Prints one line per case;
 exits 1 at the first difference.
@@ -20,11 +21,12 @@ from compare_universal import compare  # noqa: E402
 from compare_with_torch import load  # noqa: E402
 
 
-def write(affine_run, command, source, target, dp, stage, tp, kv):
+def write(affine_run, command, source, target, dp, stage, tp, kv, ep):
     subprocess.run([affine_run, command, "--quiet", "--input_folder", source,
                     "--output_folder", target, "--dp", dp, "--zero-stage",
                     stage] + (["--tp", tp] if tp else []) +
-                   (["--num-kv-heads", kv] if kv else []), check=True)
+                   (["--num-kv-heads", kv] if kv else []) +
+                   (["--autoep-size", ep] if ep else []), check=True)
 
 
 def same_files(a, b):
@@ -41,8 +43,10 @@ def same_files(a, b):
 
 def main(affine_run, fixtures, out, *cases):
     for case in cases:
-        run, dp, stage, tp, kv = (case.split(":") + [None, None])[:5]
+        run, dp, stage, tp, kv, ep = (case.split(":") + [None] * 3)[:6]
         root = os.path.join(fixtures, "deepspeed", run)
+        if not os.path.isdir(root):
+            root = os.path.join(fixtures, "deepspeed-autoep", run)
         with open(os.path.join(root, "checkpoint", "latest")) as f:
             tag = f.read()
         with open(os.path.join(root, "universal", "latest_universal")) as f:
@@ -55,11 +59,11 @@ def main(affine_run, fixtures, out, *cases):
                         "--output_folder", ours], check=True)
         direct = os.path.join(work, "direct", tag)
         write(affine_run, "ds-retarget", os.path.join(root, "checkpoint", tag),
-              direct, dp, stage, tp, kv)
+              direct, dp, stage, tp, kv, ep)
         for name, form in (("DeepSpeed's", deepspeeds), ("ours", ours)):
             target = os.path.join(work, name.strip("'s"), tag)
             write(affine_run, "universal-to-ds", form, target, dp, stage, tp,
-                  kv)
+                  kv, ep)
             difference = same_files(direct, target)
             if difference:
                 print(f"{case}: from {name} Universal form: {difference}")
