@@ -65,8 +65,11 @@ static cl::opt<bool> bf16Optimizer(
     "bf16-optimizer",
     cl::desc("write BF16_Optimizer's files (bf16 with ZeRO-1 and fp32 "
              "gradient accumulation): fewer keys, padded fp32 partitions"));
-static cl::opt<int64_t> steps("steps", cl::desc("optimizer steps"),
-                              cl::init(3));
+static cl::opt<int64_t> steps(
+    "steps",
+    cl::desc("optimizer steps (0: saved before the first, so without Adam "
+             "moments)"),
+    cl::init(3));
 static cl::opt<uint64_t> seed("seed", cl::init(1));
 
 namespace {
@@ -448,13 +451,16 @@ static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
   std::vector<std::pair<PickleRef, PickleRef>> state;
   std::vector<PickleRef> groups, fp32, paddings, counts, mappings;
   for (size_t g = 0; g < model.groups.size(); ++g) {
+    // torch's Adam makes a group's state at its first step.
     int64_t ps = model.partition(g);
-    PickleRef step = newTensor(g, State::Fp32, 0);
-    PickleRef avg = newTensor(g, State::ExpAvg, ps);
-    PickleRef avgSq = newTensor(g, State::ExpAvgSq, ps);
-    state.push_back({b.integer(g), b.dict({{s("step"), step},
-                                           {s("exp_avg"), avg},
-                                           {s("exp_avg_sq"), avgSq}})});
+    if (steps > 0) {
+      PickleRef step = newTensor(g, State::Fp32, 0);
+      PickleRef avg = newTensor(g, State::ExpAvg, ps);
+      PickleRef avgSq = newTensor(g, State::ExpAvgSq, ps);
+      state.push_back({b.integer(g), b.dict({{s("step"), step},
+                                             {s("exp_avg"), avg},
+                                             {s("exp_avg_sq"), avgSq}})});
+    }
     groups.push_back(buildParamGroup(b, g));
     paddings.push_back(b.integer(model.layouts[g].getPadding(rank)));
     counts.push_back(b.integer(dp));

@@ -123,7 +123,17 @@ Error DeepSpeedReader::checkOneRun() const {
                     std::to_string(optimizer.groups.size()) +
                     " parameter groups, the model states " +
                     std::to_string(models[0].groups.size()));
+    for (size_t g = 0; g < optimizer.groups.size(); ++g)
+      if (optimizer.groups[g].moments != optimizers[0].groups[g].moments)
+        return refuse(path + ": it holds " +
+                      (optimizer.groups[g].moments ? "" : "no ") +
+                      "Adam moments of parameter group " + std::to_string(g) +
+                      ", " + optimizerPaths[0] + " " +
+                      (optimizer.groups[g].moments ? "none" : "some") +
+                      ": the folder mixes the files of two runs");
   }
+  for (const RankGroup &group : optimizers[0].groups)
+    checkpoint.groupMoments.push_back(group.moments);
   for (size_t r = 0; r < optimizers.size(); ++r)
     if (Error error = checkPartitionCounts(r))
       return error;
@@ -405,9 +415,18 @@ void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,
   file.releasePages(data, bytes);
 }
 
+std::string DeepSpeedCheckpoint::getMissingStates(size_t group) const {
+  std::string missing;
+  for (OptimizerState state : kOptimizerStates)
+    if (!hasState(group, state))
+      missing += (missing.empty() ? "" : ", ") + getStateName(state).str();
+  return missing;
+}
+
 TensorData DeepSpeedCheckpoint::getFragment(const DeepSpeedParam &param,
                                             int64_t rank,
                                             OptimizerState state) const {
+  assert(hasState(param.group, state) && "a state the group lacks");
   if (isUniversal())
     return universalStates[getIndex(param)][static_cast<size_t>(state)];
   const RankFile &file = ranks[rank];

@@ -107,6 +107,9 @@ struct RankGroup {
   /// The flat partitions of fp32 weights, exp_avg, exp_avg_sq.
   std::array<PickleRef, 3> partitions{};
   std::array<int64_t, 3> lengths{};
+  /// Whether the rank holds the group's Adam moments (an optimizer saved
+  /// before its first step holds none).
+  bool moments = false;
   std::optional<PickleRef> step;
   /// ZeRO-1/2: param_slice_mappings, name -> (numel, start), in order.
   std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> slices;

@@ -131,28 +131,34 @@ static Expected<int> readStage(const PickleCursor &value) {
 }
 
 /// Reads the Adam moments and step of each group from `state`, an
-/// optimizer state_dict's "state" (group index -> tensors).
+/// optimizer state_dict's "state" (group index -> tensors). torch's Adam
+/// makes a group's state at its first step: a group without one holds
+/// no moments.
 static Error readMoments(const TorchFile &file, const PickleCursor &state,
                          std::vector<RankGroup> &groups) {
   Expected<std::vector<std::pair<int64_t, PickleCursor>>> items =
       state.getIntItems();
   if (!items)
     return items.takeError();
-  if (items->size() != groups.size())
-    return state.fail("holds the states of " + std::to_string(items->size()) +
-                      " groups, not " + std::to_string(groups.size()));
   for (auto &[index, moments] : *items) {
     if (index < 0 || index >= static_cast<int64_t>(groups.size()))
       return moments.fail("is the state of no group");
     RankGroup &group = groups[index];
-    for (auto [slot, key] : {std::pair{1, "exp_avg"}, {2, "exp_avg_sq"}}) {
-      Expected<PickleCursor> value = moments.at(key);
-      if (!value)
-        return value.takeError();
-      if (Error error = readPartition(file, *value, group.partitions[slot],
-                                      group.lengths[slot]))
-        return error;
-    }
+    if (group.moments)
+      return moments.fail("is the second state of group " +
+                          std::to_string(index));
+    std::optional<PickleCursor> average = moments.find("exp_avg");
+    std::optional<PickleCursor> squares = moments.find("exp_avg_sq");
+    if (average.has_value() != squares.has_value())
+      return moments.fail(std::string("holds ") +
+                          (average ? "exp_avg" : "exp_avg_sq") + " without " +
+                          (average ? "exp_avg_sq" : "exp_avg"));
+    group.moments = average.has_value();
+    for (auto [slot, value] : {std::pair{1, average}, {2, squares}})
+      if (value)
+        if (Error error = readPartition(file, *value, group.partitions[slot],
+                                        group.lengths[slot]))
+          return error;
     if (std::optional<PickleCursor> step = moments.find("step")) {
       Expected<PickleRef> tensor = step->getTensor();
       if (!tensor)

@@ -117,9 +117,15 @@ Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
   std::array<std::unique_ptr<TorchFile>, 3> &opened =
       checkpoint.universalFiles.emplace_back();
   std::array<TensorData, 3> &states = checkpoint.universalStates.emplace_back();
+  // The moments of a group saved before its first step are not written.
+  std::vector<std::string> missing;
   for (OptimizerState state : kOptimizerStates) {
     std::string name = joinPath(checkpoint.folder, "zero", param.name,
                                 (getStateName(state) + ".pt").str());
+    if (state != OptimizerState::Fp32 && !fs::exists(name)) {
+      missing.push_back(name);
+      continue;
+    }
     Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(name);
     if (!file)
       return file.takeError();
@@ -138,6 +144,17 @@ Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
     states[static_cast<size_t>(state)] = *tensor;
     opened[static_cast<size_t>(state)] = std::move(*file);
   }
+  // Both moments or none, as every parameter of the group.
+  bool moments = missing.empty();
+  if (missing.size() == 1)
+    return refuse(missing.front() + ": missing, beside the other moment");
+  if (param.group >= checkpoint.groupMoments.size())
+    checkpoint.groupMoments.resize(param.group + 1, moments);
+  else if (checkpoint.groupMoments[param.group] != moments)
+    return refuse(
+        joinPath(checkpoint.folder, "zero", param.name) + ": " +
+        (moments ? "holds" : "lacks") + " the Adam moments, which the " +
+        "parameters before it in its group " + (moments ? "lack" : "hold"));
   return Error::success();
 }
 

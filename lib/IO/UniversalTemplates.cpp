@@ -102,6 +102,9 @@ static Expected<PickleRef> buildZero12States(TemplateBuilder &t,
   std::vector<std::pair<PickleRef, PickleRef>> state;
   std::vector<PickleRef> partitions;
   for (size_t g = 0; g < groups; ++g) {
+    partitions.push_back(t.placeholder(true));
+    if (!ckpt.hasState(g, OptimizerState::ExpAvg))
+      continue; // Saved before its first step: no state, no step.
     Expected<std::string> step =
         readGroupStep(ckpt.getFolder(), ckpt.getParams(), g);
     if (!step)
@@ -111,7 +114,6 @@ static Expected<PickleRef> buildZero12States(TemplateBuilder &t,
          t.b.dict({{t.b.string("step"), t.step(*step)},
                    {t.b.string("exp_avg"), t.placeholder(false)},
                    {t.b.string("exp_avg_sq"), t.placeholder(false)}})});
-    partitions.push_back(t.placeholder(true));
   }
   PickleRef base = t.b.dict({{t.b.string("state"), t.b.dict(state)},
                              {t.b.string("param_groups"),

@@ -35,12 +35,19 @@ placeFlattened(llvm::ArrayRef<GroupParam> params,
                llvm::ArrayRef<const RankGroup *> ranks,
                llvm::ArrayRef<std::string> files) {
   int64_t dp = ranks.size();
-  int64_t partition = ranks.front()->lengths[1];
   int64_t total = 0;
-  for (const GroupParam &param : params)
+  std::vector<int64_t> elements;
+  for (const GroupParam &param : params) {
+    elements.push_back(param.elements);
     if (llvm::AddOverflow(total, param.elements, total))
       return refuse(files[0], "a parameter group of more elements than "
                               "int64 holds");
+  }
+  // The moments keep the padding the fp32 partitions drop; without them
+  // (saved before the first step) the flattening says how long each is.
+  int64_t partition = ranks.front()->moments
+                          ? ranks.front()->lengths[1]
+                          : layOutZeroGroup(elements, dp, 2).partition;
   int64_t capacity = 0;
   if (llvm::MulOverflow(partition, dp, capacity) || capacity < total)
     return refuse(files[0], "partitions of " + std::to_string(partition) +
@@ -50,7 +57,7 @@ placeFlattened(llvm::ArrayRef<GroupParam> params,
   Placement placement(params.size(), std::vector<FragmentSlice>(dp));
   for (int64_t d = 0; d < dp; ++d) {
     const RankGroup &rank = *ranks[d];
-    if (rank.lengths[1] != partition)
+    if (rank.moments && rank.lengths[1] != partition)
       return refuse(files[d],
                     "its partitions hold " + std::to_string(rank.lengths[1]) +
                         " elements, rank 0's " + std::to_string(partition));
@@ -119,7 +126,7 @@ Expected<Placement> ucp::placeFragments(llvm::ArrayRef<GroupParam> params,
   for (auto [index, param] : llvm::enumerate(params))
     for (size_t d = 0; d < ranks.size(); ++d) {
       const FragmentSlice &slice = (*placement)[index][d];
-      for (size_t state = 0; state < 3; ++state)
+      for (size_t state = 0; state < (ranks[d]->moments ? 3 : 1); ++state)
         if (slice.count > 0 &&
             slice.offset + slice.count > ranks[d]->lengths[state])
           return refuse(

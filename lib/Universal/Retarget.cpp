@@ -60,6 +60,14 @@ Error Retargeter::checkTarget() const {
                          "the target's DP x TP world");
       !error.empty())
     return refuseRetarget("--dp " + std::to_string(options.dp) + ": " + error);
+  for (const DeepSpeedParam &param : checkpoint.getParams())
+    if (std::string missing = checkpoint.getMissingStates(param.group);
+        !missing.empty())
+      return refuseRetarget(
+          checkpoint.getFolder() + ": parameter group " +
+          std::to_string(param.group) + " has no " + missing +
+          " (saved before the optimizer's first step?), which the target's "
+          "optimizer files hold");
   if (checkpoint.getAutoEpSize() || options.autoEpSize)
     if (Error error = checkExpertParallel())
       return error;

@@ -364,7 +364,8 @@ Error UniversalConverter::writeStates(llvm::StringRef folder) {
   std::vector<std::pair<size_t, size_t>> jobs;
   for (size_t p = 0; p < plans.size(); ++p)
     for (size_t s = 0; s < kOptimizerStates.size(); ++s)
-      jobs.push_back({p, s});
+      if (checkpoint.hasState(plans[p].param->group, kOptimizerStates[s]))
+        jobs.push_back({p, s});
   llvm::stable_sort(jobs, [&](auto a, auto b) {
     return plans[a.first].bytes > plans[b.first].bytes;
   });
@@ -422,8 +423,11 @@ Error UniversalConverter::write(llvm::StringRef folder) {
     return refuse(zero + ": cannot create: " + ec.message());
   bool steps = checkpoint.getZeroStage() < 3;
   // States (and steps), the optimizer state, model states and the maps.
-  filesTotal =
-      plans.size() * (steps ? 4 : 3) + 2 + checkpoint.getModelFiles().size();
+  filesTotal = 2 + checkpoint.getModelFiles().size();
+  for (const ParamPlan &plan : plans)
+    for (OptimizerState state : kOptimizerStates)
+      filesTotal += checkpoint.hasState(plan.param->group, state) +
+                    (steps && state == OptimizerState::Fp32);
   if (Error error = writeStates(folder))
     return error;
   for (const ParamPlan &plan : plans)
@@ -457,6 +461,29 @@ Error UniversalConverter::write(llvm::StringRef folder) {
   return Error::success();
 }
 
+/// One line per parameter group without some state: which, and how many
+/// parameters went without it.
+static std::vector<std::string>
+getMissingStateNotices(const DeepSpeedCheckpoint &checkpoint) {
+  std::vector<std::string> notices;
+  llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
+  for (size_t p = 0; p < params.size(); ++p) {
+    size_t g = params[p].group, count = 0;
+    if ((p > 0 && params[p - 1].group == g) ||
+        checkpoint.getMissingStates(g).empty())
+      continue;
+    while (p + count < params.size() && params[p + count].group == g)
+      ++count;
+    notices.push_back(
+        "parameter group " + std::to_string(g) + " (" + std::to_string(count) +
+        " parameters, from '" + params[p].name + "') has no " +
+        checkpoint.getMissingStates(g) +
+        " (saved before the optimizer's first step?): its fp32 weights are "
+        "written without them");
+  }
+  return notices;
+}
+
 Expected<UniversalStats>
 ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
                         llvm::StringRef output,
@@ -478,6 +505,7 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
           options.syncOutputs))
     return std::move(error);
   UniversalStats stats;
+  stats.notices = getMissingStateNotices(checkpoint);
   stats.parameters = converter.getPlans().size();
   stats.files = converter.getFilesWritten() + 1;
   stats.bytesWritten = converter.getBytesWritten();

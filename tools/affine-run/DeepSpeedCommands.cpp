@@ -317,6 +317,8 @@ int runDeepSpeedCommand() {
       convertToUniversal(**checkpoint, outputFolder, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  for (const std::string &notice : stats->notices)
+    llvm::errs() << "affine-run: notice: " << notice << "\n";
   if (!universalQuiet)
     llvm::outs() << "ds-to-universal: " << stats->parameters
                  << " parameters of a ZeRO-" << (*checkpoint)->getZeroStage()

@@ -131,8 +131,18 @@ public:
   }
   /// In group order, then in the group's order.
   llvm::ArrayRef<DeepSpeedParam> getParams() const { return params; }
+  /// Whether parameter group `group` holds `state`: the fp32 weights
+  /// always, the Adam moments once the optimizer has stepped (torch's Adam
+  /// makes them at the first step).
+  bool hasState(size_t group, OptimizerState state) const {
+    return state == OptimizerState::Fp32 || groupMoments[group];
+  }
+  /// The names of the states parameter group `group` lacks, as "exp_avg,
+  /// exp_avg_sq", or "".
+  std::string getMissingStates(size_t group) const;
 
-  /// The fragment of `state` of `param` that grid rank `rank` holds.
+  /// The fragment of `state` of `param` that grid rank `rank` holds (a
+  /// state it has: hasState).
   TensorData getFragment(const DeepSpeedParam &param, int64_t rank,
                          OptimizerState state) const;
   /// Drops from memory the pages of `bytes` from `data`, inside that
@@ -186,6 +196,8 @@ private:
   int stage = 1;
   bool universal = false;
   std::vector<DeepSpeedParam> params;
+  /// Per group: whether it holds the Adam moments.
+  std::vector<bool> groupMoments;
   std::optional<LegacyCategories> categories;
   std::vector<AutoEpLayer> autoEpLayers;
   std::vector<std::vector<std::string>> expertFiles;

@@ -42,6 +42,9 @@ struct UniversalOptions {
 };
 
 struct UniversalStats {
+  /// What was written without being asked for: the states a parameter
+  /// group lacks, one line each.
+  std::vector<std::string> notices;
   size_t parameters = 0;
   size_t files = 0;
   int64_t bytesWritten = 0;
@@ -50,8 +53,10 @@ struct UniversalStats {
 
 /// Writes the Universal checkpoint of `checkpoint` to the new folder
 /// `output` (making its missing parents), and `latest_universal` beside
-/// it. Nothing is left at `output`, nor any folder made for it, unless
-/// everything succeeds.
+/// it: every state each parameter has (a group saved before the
+/// optimizer's first step has no Adam moments: its fp32 weights are
+/// written alone, and a notice names what is missing). Nothing is left at
+/// `output`, nor any folder made for it, unless everything succeeds.
 llvm::Expected<UniversalStats>
 convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
                    llvm::StringRef output, const UniversalOptions &options);
