@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
+#include "ucp/Layout/ExpertPlacement.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/Regex.h"
@@ -40,6 +41,16 @@ static std::string describeLayer(const AutoEpLayer &layer) {
   return "AutoEP layer " + std::to_string(layer.moeLayerId) + " ('" +
          layer.modulePath + "', " + std::to_string(layer.numExperts) +
          " experts, ep_size " + std::to_string(layer.epSize) + ")";
+}
+
+Expected<ParamMap>
+ucp::buildAutoEpExpertMap(llvm::StringRef name, const AutoEpLayer &layer,
+                          llvm::ArrayRef<int64_t> localShape) {
+  Expected<ExpertPlacement> placement = getUniformExpertPlacement(
+      layer.numExperts, layer.localExperts, layer.epSize);
+  if (!placement)
+    return placement.takeError();
+  return buildExpertLayout(name, *placement, localShape.drop_front());
 }
 
 int64_t DeepSpeedReader::getGroupDpDegree(size_t g) const {

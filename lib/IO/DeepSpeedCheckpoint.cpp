@@ -11,7 +11,6 @@
 #include "DeepSpeedReader.h"
 #include "ucp/IO/LegacyDocument.h"
 #include "ucp/IO/MapDocument.h"
-#include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Layout/NestedLayout.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
@@ -275,13 +274,7 @@ DeepSpeedReader::buildTpMap(llvm::StringRef name,
 Expected<ParamMap>
 DeepSpeedReader::buildExpertMap(llvm::StringRef name, size_t layer,
                                 const Extents &localShape) const {
-  const AutoEpLayer &owner = checkpoint.autoEpLayers[layer];
-  Expected<ExpertPlacement> placement = getUniformExpertPlacement(
-      owner.numExperts, owner.localExperts, owner.epSize);
-  if (!placement)
-    return placement.takeError();
-  return buildExpertLayout(name, *placement,
-                           llvm::ArrayRef<int64_t>(localShape).drop_front());
+  return buildAutoEpExpertMap(name, checkpoint.autoEpLayers[layer], localShape);
 }
 
 Error DeepSpeedReader::buildParams() {

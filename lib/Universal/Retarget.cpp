@@ -319,15 +319,20 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
   return Error::success();
 }
 
-void ucp::replaceStage(const PickleCursor &root, int stage,
-                       PickleBuilder &builder,
-                       llvm::DenseMap<PickleRef, PickleRef> &replaced) {
-  std::optional<PickleCursor> config = root.find("ds_config");
-  std::optional<PickleCursor> zero =
-      config ? config->find("zero_optimization") : std::nullopt;
-  if (std::optional<PickleCursor> old =
-          zero ? zero->find("stage") : std::nullopt)
-    replaced[old->getRef()] = builder.integer(stage);
+std::optional<PickleCursor> ucp::findPath(const PickleCursor &root,
+                                          llvm::ArrayRef<const char *> keys) {
+  std::optional<PickleCursor> at = root;
+  for (const char *key : keys)
+    if (!(at = at->find(key)))
+      return std::nullopt;
+  return at;
+}
+
+void ucp::replacePath(const PickleCursor &root,
+                      llvm::ArrayRef<const char *> keys, PickleRef value,
+                      llvm::DenseMap<PickleRef, PickleRef> &replaced) {
+  if (std::optional<PickleCursor> old = findPath(root, keys))
+    replaced[old->getRef()] = value;
 }
 
 Error Retargeter::write(llvm::StringRef folder) {

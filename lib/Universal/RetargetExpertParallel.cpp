@@ -21,7 +21,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "Retargeter.h"
-#include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Universal/FragmentPrograms.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -65,27 +64,14 @@ Error Retargeter::checkExpertParallel() const {
   return Error::success();
 }
 
-void ucp::replaceAutoEpSize(const PickleCursor &root, int64_t size,
-                            PickleBuilder &builder,
-                            llvm::DenseMap<PickleRef, PickleRef> &replaced) {
-  std::optional<PickleCursor> config = root.find("ds_config");
-  std::optional<PickleCursor> expertParallel =
-      config ? config->find("expert_parallel") : std::nullopt;
-  if (std::optional<PickleCursor> old =
-          expertParallel ? expertParallel->find("autoep_size") : std::nullopt)
-    replaced[old->getRef()] = builder.integer(size);
-}
-
 Expected<ParamMap>
 Retargeter::buildTargetExpertMap(const DeepSpeedParam &param) const {
-  const AutoEpLayer &layer = checkpoint.getAutoEpLayers()[*param.expertLayer];
-  Expected<ExpertPlacement> placement = getUniformExpertPlacement(
-      layer.numExperts, layer.numExperts / epSize, epSize);
-  if (!placement)
-    return placement.takeError();
-  return buildExpertLayout(
-      param.name, *placement,
-      llvm::ArrayRef<int64_t>(param.tpShapes.front()).drop_front());
+  AutoEpLayer layer = checkpoint.getAutoEpLayers()[*param.expertLayer];
+  layer.localExperts = layer.numExperts / epSize;
+  layer.epSize = epSize;
+  Extents localShape = param.tpShapes.front();
+  localShape.front() = layer.localExperts;
+  return buildAutoEpExpertMap(param.name, layer, localShape);
 }
 
 /// Maps the values of `dict`'s string keys in `values` to theirs.
@@ -201,7 +187,7 @@ restoreUniversalInfo(const PickleCursor &root, const PickleCursor &info,
 void Retargeter::replaceExpertParallel(
     const PickleCursor &root, int64_t world, PickleBuilder &b,
     llvm::DenseMap<PickleRef, PickleRef> &replaced) const {
-  replaceAutoEpSize(root, epSize, b, replaced);
+  replacePath(root, kAutoEpSizePath, b.integer(epSize), replaced);
   replaceExpertShapes(root, b, replaced);
   // Every record of the layers, where the file keeps them (the legacy key
   // and universal_checkpoint_info's copy included), as rank `world` writes

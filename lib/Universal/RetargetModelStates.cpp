@@ -117,7 +117,7 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
       if (Error error = replaceModuleWeights(*module, g, t, nextKey, b,
                                              replaced, file.storages))
         return inSource(std::move(error));
-  replaceStage(root, stage, b, replaced);
+  replacePath(root, kStagePath, b.integer(stage), replaced);
   if (changesTpMaps())
     replaceTensorParallel(root, t, b, replaced);
   if (epSize)

@@ -202,9 +202,9 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
   }
   replaced[states->getRef()] =
       b.dict(items, states->get().module == "collections");
-  replaceStage(root, stage, b, replaced);
+  replacePath(root, kStagePath, b.integer(stage), replaced);
   if (epSize)
-    replaceAutoEpSize(root, epSize, b, replaced);
+    replacePath(root, kAutoEpSizePath, b.integer(epSize), replaced);
   file.document = b.finish(b.copy(from, from.getRoot(), replaced));
   return file;
 }

@@ -211,16 +211,6 @@ Error Retargeter::planTensorParallel() {
   return Error::success();
 }
 
-/// The value at `keys` under `root`, if every step is there.
-static std::optional<PickleCursor> findPath(const PickleCursor &root,
-                                            llvm::ArrayRef<const char *> keys) {
-  std::optional<PickleCursor> at = root;
-  for (const char *key : keys)
-    if (!(at = at->find(key)))
-      return std::nullopt;
-  return at;
-}
-
 /// sub_param_shard_widths as `categories` hold them.
 static PickleRef buildShardWidths(PickleBuilder &b,
                                   const LegacyCategories &categories,
@@ -259,8 +249,7 @@ void Retargeter::replaceTensorParallel(
                                         "autotp_size"};
   for (llvm::ArrayRef<const char *> keys :
        {llvm::ArrayRef(kDimensions), llvm::ArrayRef(kAutoTp)})
-    if (std::optional<PickleCursor> degree = findPath(root, keys))
-      replaced[degree->getRef()] = b.integer(tp);
+    replacePath(root, keys, b.integer(tp), replaced);
   // universal_checkpoint_info: the sub-parameter widths at the new degree
   // (none where explicit maps replace the rules) and the maps given; a
   // recorded affine_map no longer holds.

@@ -33,14 +33,20 @@ namespace ucp {
 /// An error with message `why`.
 llvm::Error refuseRetarget(const llvm::Twine &why);
 
-/// Maps ds_config's zero_optimization.stage under `root` to `stage`.
-void replaceStage(const PickleCursor &root, int stage, PickleBuilder &builder,
-                  llvm::DenseMap<PickleRef, PickleRef> &replaced);
+/// The value at `keys` under `root`, if every step is there.
+std::optional<PickleCursor> findPath(const PickleCursor &root,
+                                     llvm::ArrayRef<const char *> keys);
 
-/// Maps ds_config's expert_parallel.autoep_size under `root` to `size`.
-void replaceAutoEpSize(const PickleCursor &root, int64_t size,
-                       PickleBuilder &builder,
-                       llvm::DenseMap<PickleRef, PickleRef> &replaced);
+/// Maps the value at `keys` under `root` to `value`, if it is there.
+void replacePath(const PickleCursor &root, llvm::ArrayRef<const char *> keys,
+                 PickleRef value,
+                 llvm::DenseMap<PickleRef, PickleRef> &replaced);
+
+/// ds_config's ZeRO stage and AutoEP size.
+inline constexpr const char *kStagePath[] = {"ds_config", "zero_optimization",
+                                             "stage"};
+inline constexpr const char *kAutoEpSizePath[] = {
+    "ds_config", "expert_parallel", "autoep_size"};
 
 class Retargeter {
 public:

@@ -64,6 +64,12 @@ struct AutoEpLayer {
   int64_t numExperts = 0, localExperts = 0, epSize = 0;
 };
 
+/// The map of expert parameter `name` of `layer` over its EP ranks, each
+/// holding its local experts (`localShape`, `[localExperts, ...]`).
+llvm::Expected<ParamMap>
+buildAutoEpExpertMap(llvm::StringRef name, const AutoEpLayer &layer,
+                     llvm::ArrayRef<int64_t> localShape);
+
 /// A trainable parameter of the checkpoint.
 struct DeepSpeedParam {
   std::string name;
