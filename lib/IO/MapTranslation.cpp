@@ -229,10 +229,8 @@ LogicalResult ucp::exportMapDocument(ModuleOp module, llvm::raw_ostream &os) {
   return success();
 }
 
-/// Prints one line per parameter (shape, world, pieces per rank, elements,
-/// replication, verification status) and a total.
-static void printMapSummary(llvm::ArrayRef<ParamMap> maps,
-                            llvm::raw_ostream &os) {
+void ucp::printMapSummary(llvm::ArrayRef<ParamMap> maps,
+                          llvm::raw_ostream &os) {
   size_t nameWidth = 9;
   for (const ParamMap &map : maps)
     nameWidth = std::max(nameWidth, map.name.size());
@@ -272,10 +270,8 @@ static void printMapSummary(llvm::ArrayRef<ParamMap> maps,
      << "x replication), " << failing << " failing verification\n";
 }
 
-/// Prints one line per plan (worlds, copies, fills, elements copied and how
-/// many of them cross ranks) and a total.
-static void printPlanSummary(llvm::ArrayRef<TransferPlan> plans,
-                             llvm::raw_ostream &os) {
+void ucp::printPlanSummary(llvm::ArrayRef<TransferPlan> plans,
+                           llvm::raw_ostream &os) {
   size_t nameWidth = 9;
   for (const TransferPlan &plan : plans)
     nameWidth = std::max(nameWidth, plan.name.size());

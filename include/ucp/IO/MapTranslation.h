@@ -6,6 +6,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "ucp/Map/ParamMap.h"
+#include "ucp/Plan/TransferPlan.h"
 
 #include "llvm/Support/Error.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -41,6 +42,15 @@ mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
 /// `--import-plan-json`,
 /// `--export-json`, `--export-plan-json` and `--summarize` translations.
 void registerMapTranslations();
+
+/// Prints one line per parameter (shape, world, pieces per rank, elements,
+/// replication, verification status) and a total: `--summarize`'s table.
+void printMapSummary(llvm::ArrayRef<ParamMap> maps, llvm::raw_ostream &os);
+
+/// Prints one line per plan (worlds, copies, fills, elements copied and how
+/// many of them cross ranks) and a total.
+void printPlanSummary(llvm::ArrayRef<TransferPlan> plans,
+                      llvm::raw_ostream &os);
 
 } // namespace ucp
 

@@ -1,0 +1,249 @@
+"""Moving torch tensors and numpy arrays through maps and plans.
+
+The copies run in the C++ CPU executor (multi-threaded, the GIL released),
+straight on the tensors' memory: a contiguous CPU tensor is used as it is,
+its first element where its storage offset puts it, so a shard that is a
+view into a larger buffer is read and written in the right place. A
+non-contiguous source is made contiguous first (a copy), and a
+non-contiguous target is written through a contiguous copy that is then
+copied back.
+"""
+
+from typing import Dict, Mapping, Optional, Union
+
+from . import _core
+from .errors import VerificationError
+
+try:
+    import torch
+except ImportError:  # numpy arrays still work.
+    torch = None
+try:
+    import numpy
+except ImportError:
+    numpy = None
+
+_STATE_POWERS = {"fp32": 1, "param": 1, "exp_avg": -1, "exp_avg_sq": -2}
+
+_TORCH_TYPES = {}
+if torch is not None:
+    _TORCH_TYPES = {
+        torch.float64: "f64", torch.float32: "f32", torch.float16: "f16",
+        torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
+        torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
+        torch.bool: "bool",
+    }
+_NUMPY_TYPES = {}
+if numpy is not None:
+    _NUMPY_TYPES = {
+        numpy.dtype(numpy.float64): "f64", numpy.dtype(numpy.float32): "f32",
+        numpy.dtype(numpy.float16): "f16", numpy.dtype(numpy.int64): "i64",
+        numpy.dtype(numpy.int32): "i32", numpy.dtype(numpy.int16): "i16",
+        numpy.dtype(numpy.int8): "i8", numpy.dtype(numpy.uint8): "u8",
+        numpy.dtype(numpy.bool_): "bool",
+    }
+
+Array = Union["torch.Tensor", "numpy.ndarray"]
+
+
+def get_scale_power(state: Optional[str] = None,
+                    scale_power: Optional[int] = None) -> int:
+    """The scale power of a tensor: given, or its optimizer state's (fp32 /
+    param 1, exp_avg -1, exp_avg_sq -2); both must agree."""
+    if state is None:
+        return 1 if scale_power is None else int(scale_power)
+    if state not in _STATE_POWERS:
+        raise ValueError(f"state '{state}': expected one of "
+                         f"{', '.join(_STATE_POWERS)}")
+    power = _STATE_POWERS[state]
+    if scale_power is not None and scale_power != power:
+        raise ValueError(f"state '{state}' carries scale power {power}, but "
+                         f"scale_power={scale_power} was given; give one of "
+                         "them")
+    return power
+
+
+class _Buffer:
+    """A tensor's elements as the executor takes them."""
+
+    def __init__(self, array: Array, writable: bool):
+        self.original = array
+        self.write_back = False
+        if torch is not None and isinstance(array, torch.Tensor):
+            if array.device.type != "cpu":
+                raise ValueError(
+                    f"a tensor on {array.device}: affine_ucp copies CPU "
+                    "tensors (the CUDA executor runs from affine-run "
+                    "--device cuda)")
+            if array.dtype not in _TORCH_TYPES:
+                raise ValueError(f"dtype {array.dtype} is not one affine_ucp "
+                                 "moves")
+            self.dtype = _TORCH_TYPES[array.dtype]
+            flat = array.detach()
+            if not flat.is_contiguous():
+                flat = flat.contiguous()
+                self.write_back = writable
+            self.array = flat
+            self.address = flat.data_ptr()
+            self.elements = flat.numel()
+        elif numpy is not None and isinstance(array, numpy.ndarray):
+            if array.dtype not in _NUMPY_TYPES:
+                raise ValueError(f"dtype {array.dtype} is not one affine_ucp "
+                                 "moves")
+            if writable and not array.flags.writeable:
+                raise ValueError("a read-only array cannot be a target")
+            self.dtype = _NUMPY_TYPES[array.dtype]
+            flat = numpy.ascontiguousarray(array)
+            self.write_back = writable and flat is not array and \
+                not numpy.shares_memory(flat, array)
+            self.array = flat
+            self.address = flat.ctypes.data
+            self.elements = flat.size
+        else:
+            raise TypeError(f"expected a torch.Tensor or a numpy.ndarray, got "
+                            f"{type(array).__name__}")
+
+    def finish(self):
+        """Copies a non-contiguous target's result back into it."""
+        if not self.write_back:
+            return
+        if torch is not None and isinstance(self.original, torch.Tensor):
+            with torch.no_grad():
+                self.original.copy_(self.array)
+        else:
+            self.original[...] = self.array
+
+
+def _empty_like(example: Array, shape) -> Array:
+    if torch is not None and isinstance(example, torch.Tensor):
+        return torch.empty(tuple(shape), dtype=example.dtype)
+    return numpy.empty(tuple(shape), dtype=example.dtype)
+
+
+def _check_map(map) -> None:
+    report = _core.verify(map)
+    if not report["ok"]:
+        raise VerificationError(map.name, report)
+
+
+def run_plan(plan, sources: Mapping[int, Array],
+             targets: Optional[Dict[int, Array]] = None, *,
+             scale_power: int = 1, threads: int = 0) -> Dict[int, Array]:
+    """Executes one parameter's plan from source shards into target shards
+    (allocated where not given, in the plan's shard shapes). Every source
+    shard the plan reads and every target shard it writes must be there,
+    of the plan's size and of one dtype."""
+    program = _core.lower(plan, scale_power)
+    missing = [r for r in program.source_elements if r not in sources]
+    if missing:
+        raise KeyError(f"parameter '{plan.name}': no source shard of rank "
+                       f"{missing[0]}")
+    inputs = {rank: _Buffer(sources[rank], False)
+              for rank in program.source_elements}
+    if not inputs:
+        raise ValueError(f"parameter '{plan.name}': no source shard is read")
+    example = sources[next(iter(program.source_elements))]
+    targets = dict(targets or {})
+    for rank, shape in plan.target_shards.items():
+        if rank not in targets:
+            targets[rank] = _empty_like(example, shape)
+    outputs = {rank: _Buffer(targets[rank], True)
+               for rank in program.target_elements}
+    types = {b.dtype for b in list(inputs.values()) + list(outputs.values())}
+    if len(types) > 1:
+        raise ValueError(f"parameter '{plan.name}': shards of several dtypes "
+                         f"({', '.join(sorted(types))})")
+    _core.execute(program,
+                  {r: (b.address, b.elements) for r, b in inputs.items()},
+                  {r: (b.address, b.elements) for r, b in outputs.items()},
+                  types.pop(), threads, plan.name)
+    for buffer in outputs.values():
+        buffer.finish()
+    return targets
+
+
+def _shape(array: Array, shape) -> Array:
+    return array.reshape(tuple(shape))
+
+
+def extract(map, full: Array, rank: Optional[int] = None, *,
+            state: Optional[str] = None, scale_power: Optional[int] = None,
+            threads: int = 0):
+    """Rank `rank`'s shard of the full tensor `full` under `map` (every
+    rank's, as a dict, if `rank` is None), in the shard's shape, holding
+    ``full * scale ** scale_power`` for each piece."""
+    power = get_scale_power(state, scale_power)
+    _check_map(map)
+    whole = _core.full_tensor_map(map)
+    [plan] = _core.compose([whole], [map], "lowest")
+    if rank is not None and rank not in plan.target_shards:
+        raise KeyError(f"parameter '{map.name}': rank {rank} holds no shard")
+    shards = run_plan(plan, {0: full}, scale_power=power, threads=threads)
+    shaped = {r: _shape(t, plan.target_shards[r]) for r, t in shards.items()}
+    return shaped if rank is None else shaped[rank]
+
+
+def rebuild(map, shards: Mapping[int, Array], *, state: Optional[str] = None,
+            scale_power: Optional[int] = None, check_replicas: bool = True,
+            threads: int = 0, out: Optional[Array] = None):
+    """The full tensor of `map` from its shards (rank -> tensor; one holder
+    of each replicated block is enough, else a VerificationError names the
+    first element none of them holds). With `check_replicas` and every
+    shard given, every holder of a replicated block must hold the same
+    data."""
+    power = get_scale_power(state, scale_power)
+    _check_map(map)
+    if check_replicas:
+        given = {r: _Buffer(t, False) for r, t in shards.items()}
+        held = {s.rank for s in map.shards}
+        if held <= set(given):
+            _core.check_replicas(
+                map, {r: b.address for r, b in given.items()},
+                _element_size(next(iter(given.values())).dtype))
+    whole = _core.full_tensor_map(map)
+    [plan] = _core.compose([_restrict(map, set(shards))], [whole], "lowest")
+    targets = run_plan(plan, shards, {0: out} if out is not None else None,
+                       scale_power=power, threads=threads)
+    return _shape(targets[0], map.logical_shape)
+
+
+def _restrict(map, ranks):
+    """`map` with only the shards of `ranks`, each piece's locations cut to
+    them: what those shards alone hold of F (verification then says whether
+    they cover it)."""
+    if {s.rank for s in map.shards} <= ranks:
+        return map
+    shards = []
+    for shard in map.shards:
+        if shard.rank not in ranks:
+            continue
+        pieces = [_core.Piece(p.shape, p.source_offset, p.source_strides,
+                              p.dest_offset, p.dest_strides,
+                              [r for r in p.locations if r in ranks], p.scale)
+                  for p in shard.pieces]
+        shards.append(_core.Shard(shard.rank, shard.shape, pieces))
+    restricted = _core.ParamMap(map.name, map.logical_shape, map.world_size,
+                                shards, map.original_vocab_size)
+    _check_map(restricted)
+    return restricted
+
+
+def reshard(source_map, target_map, shards: Mapping[int, Array], *,
+            policy: str = "local", state: Optional[str] = None,
+            scale_power: Optional[int] = None, threads: int = 0,
+            targets: Optional[Dict[int, Array]] = None) -> Dict[int, Array]:
+    """The target shards of one parameter from its source shards, moved
+    directly (M_t ∘ M_s⁻¹, never through F)."""
+    power = get_scale_power(state, scale_power)
+    [plan] = _core.compose([source_map], [target_map], policy)
+    moved = run_plan(plan, shards, targets, scale_power=power,
+                     threads=threads)
+    return {r: _shape(t, plan.target_shards[r]) for r, t in moved.items()}
+
+
+_SIZES = {"f64": 8, "f32": 4, "f16": 2, "bf16": 2, "i64": 8, "i32": 4,
+          "i16": 2, "i8": 1, "u8": 1, "bool": 1}
+
+
+def _element_size(dtype: str) -> int:
+    return _SIZES[dtype]

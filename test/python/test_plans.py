@@ -1,0 +1,56 @@
+"""Plans from Python: composition, segments and fills, documents."""
+
+import pytest
+
+import affine_ucp as u
+from conftest import random_layout
+
+
+def same_shape_pair(rng):
+    while True:
+        a, b = random_layout(rng), random_layout(rng)
+        if a.logical_shape == b.logical_shape and \
+                a.original_vocab_size == b.original_vocab_size:
+            return a, u.ParamMap(a.name, b.logical_shape, b.world_size,
+                                 list(b.shards))
+
+
+def count(shape):
+    n = 1
+    for extent in shape:
+        n *= extent
+    return n
+
+
+def test_segments_write_every_target_element_once(rng):
+    for _ in range(40):
+        a, b = same_shape_pair(rng)
+        for policy in ("lowest", "local", "node", "balance"):
+            [plan] = u.compose([a], [b], policy, ranks_per_node=2)
+            written = sum(count(s.shape) for s in plan.segments) + \
+                sum(count(f.shape) for f in plan.fills)
+            assert written == sum(count(s) for s in
+                                  plan.target_shards.values())
+            assert (plan.source_world, plan.target_world) == \
+                (a.world_size, b.world_size)
+
+
+def test_plan_documents_round_trip(rng):
+    a, b = same_shape_pair(rng)
+    plans = u.compose([a], [b])
+    again = u.parse_plans(u.write_plans(plans))
+    assert u.write_plans(again) == u.write_plans(plans)
+    assert "total: 1 plans" in u.summarize_plans(plans)
+
+
+def test_composition_refuses_what_it_cannot_plan():
+    a = u.split_layout("a", [4], 0, [2, 2])
+    with pytest.raises(ValueError, match="in the source maps but not in the "
+                       "target maps"):
+        u.compose([a], [u.split_layout("b", [4], 0, [4])])
+    with pytest.raises(ValueError, match="replica policy 'nearest'"):
+        u.compose([a], [a], "nearest")
+    broken = u.ParamMap("a", [4], 1, [u.Shard(0, [2], [
+        u.Piece([2], 0, [1], 0, [1], [0])])])
+    with pytest.raises(ValueError, match="^target map: parameter 'a'"):
+        u.compose([a], [broken])

@@ -1,0 +1,32 @@
+"""The type stubs describe the extension: the same names, each a class or
+a function there as here, with the same parameters."""
+
+import ast
+import inspect
+import os
+import re
+
+from affine_ucp import _core
+
+
+def test_stubs_match_the_extension():
+    path = os.path.join(os.path.dirname(_core.__file__), "_core.pyi")
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    stubbed = {}
+    for node in tree.body:
+        if isinstance(node, ast.ClassDef):
+            stubbed[node.name] = "class"
+        elif isinstance(node, ast.FunctionDef):
+            stubbed[node.name] = [a.arg for a in node.args.args]
+    public = {n for n in dir(_core) if not n.startswith("_")}
+    assert set(stubbed) == public
+    for name, kind in stubbed.items():
+        value = getattr(_core, name)
+        if kind == "class":
+            assert inspect.isclass(value), name
+            continue
+        # pybind11 writes the signature first in the docstring.
+        signature = value.__doc__.splitlines()[0]
+        params = re.findall(r"(\w+): ", signature.split("->")[0])
+        assert params == kind, name

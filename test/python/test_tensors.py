@@ -1,0 +1,133 @@
+"""Tensors through maps and plans: bit-exact against torch.as_strided on
+random layouts and every dtype, views and non-contiguous tensors, numpy,
+scale powers, replica checks and refusals."""
+
+import numpy
+import pytest
+import torch
+
+import affine_ucp as u
+from conftest import DTYPES, random_layout, random_tensor, reference_extract
+
+
+def unscaled(map):
+    return all(p.scale == 1.0 for s in map.shards for p in s.pieces)
+
+
+def bits(t):
+    """A tensor's bytes, so that NaN and -0.0 compare bit for bit."""
+    return t.contiguous().view(torch.uint8) if t.dtype != torch.bool else t
+
+
+def test_extract_and_rebuild_are_bit_exact_on_random_layouts(rng, generator):
+    for trial in range(80):
+        m = random_layout(rng)
+        dtype = DTYPES[trial % len(DTYPES)]
+        if not unscaled(m) and not dtype.is_floating_point:
+            continue
+        full = random_tensor(m.logical_shape, dtype, generator)
+        shards = u.extract(m, full, threads=1 + trial % 3)
+        for shard in m.shards:
+            assert torch.equal(bits(shards[shard.rank]),
+                               bits(reference_extract(m, full, shard.rank)))
+        if unscaled(m) or dtype in (torch.float32, torch.float64):
+            assert torch.equal(bits(u.rebuild(m, shards)), bits(full))
+
+
+def test_reshard_equals_rebuild_then_extract(rng, generator):
+    done = 0
+    while done < 30:
+        a, b = random_layout(rng), random_layout(rng)
+        if a.logical_shape != b.logical_shape or not (unscaled(a) and
+                                                      unscaled(b)):
+            continue
+        b = u.ParamMap(a.name, b.logical_shape, b.world_size, list(b.shards))
+        full = random_tensor(a.logical_shape, torch.bfloat16, generator)
+        moved = u.reshard(a, b, u.extract(a, full), policy="balance")
+        expected = u.extract(b, full)
+        assert moved.keys() == expected.keys()
+        for rank in expected:
+            assert torch.equal(bits(moved[rank]), bits(expected[rank]))
+        done += 1
+
+
+def test_views_with_storage_offsets_and_non_contiguous_tensors(generator):
+    m = u.split_layout("w", [6, 4], 1, [2, 2])
+    full = torch.randn(6, 4, generator=generator)
+    # Shards as views into one buffer, starting partway into its storage.
+    buffer = torch.randn(100, generator=generator)
+    views = {0: buffer[10:22].view(6, 2), 1: buffer[40:52].view(6, 2)}
+    for rank, view in views.items():
+        view.copy_(reference_extract(m, full, rank))
+    assert torch.equal(u.rebuild(m, views), full)
+    # A transposed (non-contiguous) full tensor, and targets that are
+    # non-contiguous views: written through and copied back.
+    transposed = full.t().contiguous().t()
+    assert not transposed.is_contiguous()
+    targets = {r: torch.zeros(2, 6).t() for r in (0, 1)}
+    [plan] = u.compose([u.full_tensor_map(m)], [m], "lowest")
+    u.run_plan(plan, {0: transposed}, targets)
+    for rank in (0, 1):
+        assert torch.equal(targets[rank].reshape(6, 2),
+                           reference_extract(m, full, rank))
+
+
+def test_numpy_arrays(generator):
+    m = u.split_layout("w", [5, 3], 0, [3, 2])
+    full = numpy.arange(15, dtype=numpy.int32).reshape(5, 3)
+    shards = u.extract(m, full)
+    assert isinstance(shards[0], numpy.ndarray)
+    assert (shards[1] == full[3:]).all()
+    assert (u.rebuild(m, shards) == full).all()
+
+
+def test_scale_powers_for_optimizer_states(generator):
+    bias = u.scaled_bias_layout("b", [8], 4)
+    full = torch.randn(8, generator=generator)
+    shard = u.extract(bias, full, 1, state="fp32")
+    assert torch.equal(shard, full * 0.25)
+    assert torch.equal(u.rebuild(bias, {1: shard}), full)
+    # Adam's lr and eps live in the scaled coordinate: moments through a
+    # scaled piece are refused, as the tools refuse them.
+    with pytest.raises(ValueError, match="scaled optimizer state is refused"):
+        u.extract(bias, full, 1, state="exp_avg")
+    split = u.split_layout("w", [8], 0, [4, 4])
+    for state in ("exp_avg", "exp_avg_sq"):
+        assert torch.equal(u.extract(split, full, 1, state=state), full[4:])
+    with pytest.raises(ValueError, match="carries scale power -1"):
+        u.extract(split, full, 0, state="exp_avg", scale_power=1)
+    with pytest.raises(ValueError, match="state 'moment'"):
+        u.extract(split, full, 0, state="moment")
+    with pytest.raises(ValueError, match="scale"):
+        u.extract(bias, torch.arange(8), 0)
+
+
+def test_replicas_must_agree():
+    m = u.replicated_layout("norm", [4], 3)
+    shards = {r: torch.ones(4) for r in range(3)}
+    assert torch.equal(u.rebuild(m, shards), torch.ones(4))
+    shards[2] = torch.tensor([1.0, 1.0, 2.0, 1.0])
+    with pytest.raises(ValueError, match="different data for replicated "
+                       r"element \[2\]"):
+        u.rebuild(m, shards)
+    assert torch.equal(u.rebuild(m, shards, check_replicas=False),
+                       torch.ones(4))
+
+
+def test_refusals_name_the_rank_and_sizes():
+    m = u.split_layout("w", [4], 0, [2, 2])
+    with pytest.raises(ValueError, match="rank 1 supplied a source shard of 3 "
+                       "elements, but the map describes 2"):
+        u.rebuild(m, {0: torch.zeros(2), 1: torch.zeros(3)})
+    with pytest.raises(u.VerificationError, match="the first is \\[2\\]"):
+        u.rebuild(m, {0: torch.zeros(2)})
+    [plan] = u.compose([m], [u.full_tensor_map(m)], "lowest")
+    with pytest.raises(KeyError, match="no source shard of rank 1"):
+        u.run_plan(plan, {0: torch.zeros(2)})
+    with pytest.raises(ValueError, match="several dtypes"):
+        u.rebuild(m, {0: torch.zeros(2), 1: torch.zeros(2, dtype=torch.int32)})
+    with pytest.raises(TypeError, match="torch.Tensor or a numpy.ndarray"):
+        u.extract(m, [1, 2, 3, 4])
+    with pytest.raises(u.VerificationError):
+        u.extract(u.ParamMap("w", [4], 1, [u.Shard(0, [2], [
+            u.Piece([2], 0, [1], 0, [1], [0])])]), torch.zeros(4))
