@@ -14,7 +14,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIXTURES = os.environ.get(
     "UCP_DEEPSPEED_FIXTURES",
     os.path.join(HERE, "..", "..", "..", "shared", "fixtures"))
-TOOLS = os.environ.get("UCP_TOOLS_DIR", "")
+TOOLS = os.environ.get("UCP_TOOLS_DIR",
+                       os.path.join(HERE, "..", "..", "build", "bin"))
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64,
           torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
