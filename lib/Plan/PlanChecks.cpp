@@ -3,11 +3,23 @@
 #include "ucp/Analysis/BoxSweep.h"
 #include "ucp/Plan/TransferPlan.h"
 
+#include "llvm/ADT/StringSwitch.h"
+
 #include <cmath>
 #include <tuple>
 
 using namespace ucp;
 using llvm::ArrayRef;
+
+std::optional<ReplicaPolicy::Kind>
+ucp::parseReplicaPolicyKind(llvm::StringRef name) {
+  return llvm::StringSwitch<std::optional<ReplicaPolicy::Kind>>(name)
+      .Case("lowest", ReplicaPolicy::Lowest)
+      .Case("local", ReplicaPolicy::Local)
+      .Case("node", ReplicaPolicy::Node)
+      .Case("balance", ReplicaPolicy::Balance)
+      .Default(std::nullopt);
+}
 
 std::string ucp::checkSegment(const Segment &segment,
                               ArrayRef<int64_t> sourceShard,

@@ -19,6 +19,7 @@
 #include "ucp/Map/ParamMap.h"
 
 #include "llvm/Support/Error.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <pybind11/operators.h>
 #include <pybind11/pybind11.h>
@@ -46,6 +47,14 @@ template <typename T> T unwrap(llvm::Expected<T> expected) {
   if (!expected)
     raise(expected.takeError());
   return std::move(*expected);
+}
+
+/// What `print` writes to a stream, as a string.
+template <typename Print> std::string printToString(Print print) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  print(os);
+  return os.str();
 }
 
 void bindMaps(py::module_ &m);

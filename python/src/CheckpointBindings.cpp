@@ -50,6 +50,28 @@ private:
 };
 } // namespace
 
+/// Runs `body` (given the progress function to pass on) with the GIL
+/// released; raises what `callback` raised, else the run's error.
+template <typename Stats, typename Body>
+static Stats runReporting(py::object callback, Body body) {
+  Progress progress(std::move(callback));
+  llvm::Expected<Stats> stats = [&] {
+    py::gil_scoped_release release;
+    return body(progress.get());
+  }();
+  progress.rethrow();
+  return unwrap(std::move(stats));
+}
+
+/// What every run reports: files and bytes written, seconds taken.
+static py::dict getRunNumbers(size_t files, int64_t bytes, double seconds) {
+  py::dict result;
+  result["files"] = files;
+  result["bytes_written"] = bytes;
+  result["seconds"] = seconds;
+  return result;
+}
+
 static py::list getParams(const DeepSpeedCheckpoint &checkpoint) {
   py::list params;
   for (const DeepSpeedParam &param : checkpoint.getParams()) {
@@ -71,19 +93,13 @@ static py::dict convert(const DeepSpeedCheckpoint &checkpoint,
   options.threads = threads;
   options.injectMissingState = inject;
   options.strict = strict;
-  Progress progress(std::move(callback));
-  options.progress = progress.get();
-  llvm::Expected<UniversalStats> stats = [&] {
-    py::gil_scoped_release release;
-    return convertToUniversal(checkpoint, output, options);
-  }();
-  progress.rethrow();
-  UniversalStats done = unwrap(std::move(stats));
-  py::dict result;
+  UniversalStats done =
+      runReporting<UniversalStats>(std::move(callback), [&](auto report) {
+        options.progress = report;
+        return convertToUniversal(checkpoint, output, options);
+      });
+  py::dict result = getRunNumbers(done.files, done.bytesWritten, done.seconds);
   result["parameters"] = done.parameters;
-  result["files"] = done.files;
-  result["bytes_written"] = done.bytesWritten;
-  result["seconds"] = done.seconds;
   result["notices"] = done.notices;
   return result;
 }
@@ -99,19 +115,12 @@ static py::dict retarget(const DeepSpeedCheckpoint &checkpoint,
   options.zeroStage = stage;
   options.autoEpSize = autoEpSize;
   options.threads = threads;
-  Progress progress(std::move(callback));
-  options.progress = progress.get();
-  llvm::Expected<RetargetStats> stats = [&] {
-    py::gil_scoped_release release;
-    return retargetCheckpoint(checkpoint, output, options);
-  }();
-  progress.rethrow();
-  RetargetStats done = unwrap(std::move(stats));
-  py::dict result;
-  result["files"] = done.files;
-  result["bytes_written"] = done.bytesWritten;
-  result["seconds"] = done.seconds;
-  return result;
+  RetargetStats done =
+      runReporting<RetargetStats>(std::move(callback), [&](auto report) {
+        options.progress = report;
+        return retargetCheckpoint(checkpoint, output, options);
+      });
+  return getRunNumbers(done.files, done.bytesWritten, done.seconds);
 }
 
 static py::dict exportFolder(const DeepSpeedCheckpoint &checkpoint,
@@ -125,19 +134,13 @@ static py::dict exportFolder(const DeepSpeedCheckpoint &checkpoint,
                           "': expected f32, bf16 or f16");
   options.dtype = *type;
   options.maxShardBytes = maxShardBytes;
-  Progress progress(std::move(callback));
-  options.progress = progress.get();
-  llvm::Expected<ExportStats> stats = [&] {
-    py::gil_scoped_release release;
-    return ucp::exportModel(checkpoint, folder, options);
-  }();
-  progress.rethrow();
-  ExportStats done = unwrap(std::move(stats));
-  py::dict result;
+  ExportStats done =
+      runReporting<ExportStats>(std::move(callback), [&](auto report) {
+        options.progress = report;
+        return ucp::exportModel(checkpoint, folder, options);
+      });
+  py::dict result = getRunNumbers(done.files, done.bytesWritten, done.seconds);
   result["tensors"] = done.tensors;
-  result["files"] = done.files;
-  result["bytes_written"] = done.bytesWritten;
-  result["seconds"] = done.seconds;
   return result;
 }
 

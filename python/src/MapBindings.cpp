@@ -199,10 +199,8 @@ void ucp::python::bindMaps(py::module_ &m) {
   m.def(
       "write_maps",
       [](const std::vector<ParamMap> &maps) {
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        writeMapDocument(maps, os);
-        return os.str();
+        return printToString(
+            [&](llvm::raw_ostream &os) { writeMapDocument(maps, os); });
       },
       py::arg("maps"), "The map document of `maps`.");
   m.def("verify", &verify, py::arg("map"),
@@ -216,10 +214,8 @@ void ucp::python::bindMaps(py::module_ &m) {
   m.def(
       "summarize",
       [](const std::vector<ParamMap> &maps) {
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        printMapSummary(maps, os);
-        return os.str();
+        return printToString(
+            [&](llvm::raw_ostream &os) { printMapSummary(maps, os); });
       },
       py::arg("maps"), "affine-translate --summarize's table of `maps`.");
   m.def("full_tensor_map", &getFullTensorMap, py::arg("map"),

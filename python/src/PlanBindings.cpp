@@ -25,14 +25,8 @@ using namespace ucp::python;
 static ReplicaPolicy getPolicy(const std::string &name, int64_t ranksPerNode) {
   ReplicaPolicy policy;
   policy.ranksPerNode = ranksPerNode;
-  if (name == "lowest")
-    policy.kind = ReplicaPolicy::Lowest;
-  else if (name == "local")
-    policy.kind = ReplicaPolicy::Local;
-  else if (name == "node")
-    policy.kind = ReplicaPolicy::Node;
-  else if (name == "balance")
-    policy.kind = ReplicaPolicy::Balance;
+  if (std::optional<ReplicaPolicy::Kind> kind = parseReplicaPolicyKind(name))
+    policy.kind = *kind;
   else
     throw py::value_error("replica policy '" + name +
                           "': expected lowest, local, node or balance");
@@ -197,10 +191,8 @@ void ucp::python::bindPlans(py::module_ &m) {
   m.def(
       "write_plans",
       [](const std::vector<TransferPlan> &plans) {
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        writePlanDocument(plans, os);
-        return os.str();
+        return printToString(
+            [&](llvm::raw_ostream &os) { writePlanDocument(plans, os); });
       },
       py::arg("plans"), "The plan document of `plans`.");
   m.def(
@@ -210,10 +202,8 @@ void ucp::python::bindPlans(py::module_ &m) {
   m.def(
       "summarize_plans",
       [](const std::vector<TransferPlan> &plans) {
-        std::string text;
-        llvm::raw_string_ostream os(text);
-        printPlanSummary(plans, os);
-        return os.str();
+        return printToString(
+            [&](llvm::raw_ostream &os) { printPlanSummary(plans, os); });
       },
       py::arg("plans"), "The summary table of `plans`.");
   m.def(

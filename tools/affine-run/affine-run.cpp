@@ -240,14 +240,8 @@ static std::vector<ParamMap> getMaps(mlir::ModuleOp module) {
 static llvm::Expected<ReplicaPolicy> getPolicy() {
   ReplicaPolicy result;
   result.ranksPerNode = ranksPerNode;
-  if (policy == "lowest")
-    result.kind = ReplicaPolicy::Lowest;
-  else if (policy == "local")
-    result.kind = ReplicaPolicy::Local;
-  else if (policy == "node")
-    result.kind = ReplicaPolicy::Node;
-  else if (policy == "balance")
-    result.kind = ReplicaPolicy::Balance;
+  if (std::optional<ReplicaPolicy::Kind> kind = parseReplicaPolicyKind(policy))
+    result.kind = *kind;
   else
     return llvm::createStringError(llvm::inconvertibleErrorCode(),
                                    "unknown --policy '" + policy +

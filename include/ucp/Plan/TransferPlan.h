@@ -76,6 +76,10 @@ struct ReplicaPolicy {
   int64_t ranksPerNode = 8;
 };
 
+/// The policy kind named `name` (lowest, local, node or balance), if it is
+/// one.
+std::optional<ReplicaPolicy::Kind> parseReplicaPolicyKind(llvm::StringRef name);
+
 //===----------------------------------------------------------------------===//
 // Local invariants of plans (shared by the plan ops and the importers)
 //===----------------------------------------------------------------------===//

@@ -23,6 +23,7 @@ import sys
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_universal import universal_runs  # noqa: E402
 from compare_with_torch import load  # noqa: E402
 
 DTYPES = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16,
@@ -130,13 +131,7 @@ def same_folders(a, b):
 
 
 def main(affine_run, fixtures, out):
-    for run in sorted(os.listdir(fixtures)):
-        universal = os.path.join(fixtures, run, "universal")
-        if not os.path.isdir(universal):
-            continue
-        with open(os.path.join(universal, "latest_universal")) as f:
-            name = f.read()
-        tag = name[:-len("_universal")]
+    for run, universal, name, tag in universal_runs(fixtures):
         checkpoint = os.path.join(fixtures, run, "checkpoint", tag)
         expected = expected_tensors(checkpoint, os.path.join(universal, name))
         target = os.path.join(out, run)

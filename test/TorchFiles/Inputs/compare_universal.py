@@ -100,14 +100,20 @@ def compare_trees(ours, theirs, source):
     return None
 
 
-def main(affine_run, fixtures, out):
+def universal_runs(fixtures):
+    """Each run of FIXTURES with DeepSpeed's Universal form: (run, its
+    universal folder, the Universal checkpoint's name, the tag)."""
     for run in sorted(os.listdir(fixtures)):
         universal = os.path.join(fixtures, run, "universal")
         if not os.path.isdir(universal):
             continue
         with open(os.path.join(universal, "latest_universal")) as f:
             name = f.read()
-        tag = name[:-len("_universal")]
+        yield run, universal, name, name[:-len("_universal")]
+
+
+def main(affine_run, fixtures, out):
+    for run, universal, name, tag in universal_runs(fixtures):
         target = os.path.join(out, run)
         os.makedirs(target)
         subprocess.run([affine_run, "ds-to-universal", "--quiet",

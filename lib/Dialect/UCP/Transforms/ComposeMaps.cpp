@@ -62,14 +62,8 @@ FailureOr<ReplicaPolicy> UCPComposePass::getPolicy(MLIRContext *context) {
     return *givenPolicy;
   ReplicaPolicy result;
   result.ranksPerNode = ranksPerNode;
-  if (policy == "lowest")
-    result.kind = ReplicaPolicy::Lowest;
-  else if (policy == "local")
-    result.kind = ReplicaPolicy::Local;
-  else if (policy == "node")
-    result.kind = ReplicaPolicy::Node;
-  else if (policy == "balance")
-    result.kind = ReplicaPolicy::Balance;
+  if (std::optional<ReplicaPolicy::Kind> kind = parseReplicaPolicyKind(policy))
+    result.kind = *kind;
   else
     return emitError(UnknownLoc::get(context))
            << "unknown replica policy '" << policy
