@@ -44,6 +44,15 @@ config.substitutions.append(
 if config.ucp_libfuzzer:
     config.available_features.add("libfuzzer")
 
+# The plugins for Debian's stock mlir-opt (not in the sanitizer build).
+plugins = os.path.join(config.ucp_obj_root, "lib", "plugins")
+stock_mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+if os.path.exists(os.path.join(plugins, "UCPPassPlugin.so")) and \
+        os.path.exists(stock_mlir_opt):
+    config.available_features.add("ucp-plugins")
+    config.substitutions.append(("%ucp_plugins", plugins))
+    config.substitutions.append(("%stock_mlir_opt", stock_mlir_opt))
+
 # Optional hardware and tools: tests that need them say REQUIRES.
 copy_bench = os.path.join(config.ucp_obj_root, "bench", "ucp-copy-bench")
 if os.path.exists(copy_bench):  # built where libtorch and Google Benchmark are

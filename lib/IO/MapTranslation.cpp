@@ -2,7 +2,6 @@
 
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/Conversion/CopyProgramToCuda.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/IO/IndexMapDocument.h"
@@ -17,7 +16,6 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/StringSet.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/SourceMgr.h"
@@ -97,9 +95,9 @@ static OwningOpRef<ModuleOp> buildModule(llvm::ArrayRef<Item> items,
 
 /// Imports an index-map document, deriving the canonical map of every
 /// parameter.
-static OwningOpRef<ModuleOp> importIndexMapDocument(llvm::StringRef text,
-                                                    llvm::StringRef filename,
-                                                    MLIRContext *context) {
+OwningOpRef<ModuleOp> ucp::importIndexMapDocument(llvm::StringRef text,
+                                                  llvm::StringRef filename,
+                                                  MLIRContext *context) {
   Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
   llvm::Expected<std::vector<IndexMap>> indexMaps = parseIndexMapDocument(text);
   if (!indexMaps) {
@@ -111,9 +109,9 @@ static OwningOpRef<ModuleOp> importIndexMapDocument(llvm::StringRef text,
 }
 
 /// Imports legacy checkpoint metadata, lowering every parameter.
-static OwningOpRef<ModuleOp> importLegacyDocument(llvm::StringRef text,
-                                                  llvm::StringRef filename,
-                                                  MLIRContext *context) {
+OwningOpRef<ModuleOp> ucp::importLegacyDocument(llvm::StringRef text,
+                                                llvm::StringRef filename,
+                                                MLIRContext *context) {
   Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
   llvm::Expected<LegacyDocument> document = parseLegacyDocument(text);
   if (!document) {
@@ -128,9 +126,9 @@ static OwningOpRef<ModuleOp> importLegacyDocument(llvm::StringRef text,
 }
 
 /// Imports a plan document as a module of `ucp.plan` ops.
-static OwningOpRef<ModuleOp> importPlanDocument(llvm::StringRef text,
-                                                llvm::StringRef filename,
-                                                MLIRContext *context) {
+OwningOpRef<ModuleOp> ucp::importPlanDocument(llvm::StringRef text,
+                                              llvm::StringRef filename,
+                                              MLIRContext *context) {
   context->loadDialect<UCPDialect>();
   Location fileLoc = FileLineColLoc::get(context, filename, 0, 0);
   llvm::Expected<std::vector<TransferPlan>> plans = parsePlanDocument(text);
@@ -306,8 +304,7 @@ void ucp::printPlanSummary(llvm::ArrayRef<TransferPlan> plans,
      << " of them between different ranks\n";
 }
 
-/// Summarises the maps and the plans of `module`.
-static LogicalResult printSummary(ModuleOp module, llvm::raw_ostream &os) {
+LogicalResult ucp::printModuleSummary(ModuleOp module, llvm::raw_ostream &os) {
   std::vector<ParamMap> maps = collectMaps(module);
   std::vector<TransferPlan> plans = collectPlans(module);
   if (!maps.empty() || plans.empty())
@@ -317,114 +314,9 @@ static LogicalResult printSummary(ModuleOp module, llvm::raw_ostream &os) {
   return success();
 }
 
-void ucp::registerMapTranslations() {
-  static TranslateToMLIRRegistration importJson(
-      "import-json", "import a JSON map document (spec §6.2) as ucp ops",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importMapDocument(buffer->getBuffer(),
-                                 buffer->getBufferIdentifier(), context);
-      });
-  static TranslateToMLIRRegistration importIndexMap(
-      "import-index-map",
-      "derive canonical ucp maps from per-rank index maps (spec §5)",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importIndexMapDocument(buffer->getBuffer(),
-                                      buffer->getBufferIdentifier(), context);
-      });
-  static TranslateToMLIRRegistration importPlanJson(
-      "import-plan-json",
-      "import a JSON plan document (--export-plan-json's) as ucp.plan ops",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importPlanDocument(buffer->getBuffer(),
-                                  buffer->getBufferIdentifier(), context);
-      });
-  static TranslateToMLIRRegistration importLegacy(
-      "import-legacy",
-      "lower today's checkpoint metadata (category patterns, AutoTP restore "
-      "keys) to ucp maps",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importLegacyDocument(buffer->getBuffer(),
-                                    buffer->getBufferIdentifier(), context);
-      });
-  auto registerDialects = [](DialectRegistry &registry) {
-    registry.insert<UCPDialect>();
-  };
-  static TranslateFromMLIRRegistration exportJson(
-      "export-json", "export ucp ops as a JSON map document (spec §6.2)",
-      [](Operation *op, llvm::raw_ostream &os) {
-        return exportMapDocument(cast<ModuleOp>(op), os);
-      },
-      registerDialects);
-  static TranslateFromMLIRRegistration exportPlanJson(
-      "export-plan-json",
-      "export ucp transfer plans as a JSON plan document (segments, fills "
-      "and shard shapes; --import-plan-json reads it)",
-      [](Operation *op, llvm::raw_ostream &os) {
-        if (failed(checkUniqueNames<PlanOp>(cast<ModuleOp>(op))))
-          return failure();
-        writePlanDocument(collectPlans(cast<ModuleOp>(op)), os);
-        return success();
-      },
-      registerDialects);
-  static llvm::cl::opt<std::string> cudaDType(
-      "cuda-dtype",
-      llvm::cl::desc("--ucp-to-cuda: the element type the kernels move (f32, "
-                     "bf16, f16, f64, f8e4m3, i8, ...)"),
-      llvm::cl::init("f32"));
-  static TranslateFromMLIRRegistration toCuda(
-      "ucp-to-cuda",
-      "emit CUDA C++ kernels for the transfer plans of a module (one kernel "
-      "launch per plan, over all its buffers)",
-      [](Operation *op, llvm::raw_ostream &os) -> LogicalResult {
-        std::optional<DType> type = parseDTypeName(cudaDType);
-        if (!type)
-          // Errors about the module are not followed by the module itself.
-          return mlir::emitError(op->getLoc())
-                 << "unknown --cuda-dtype '" << cudaDType << "'";
-        std::vector<std::pair<std::string, CopyProgram>> programs;
-        WalkResult walked = op->walk([&](PlanOp plan) {
-          CopyProgram program = lowerPlan(toTransferPlan(plan));
-          if (llvm::Error error =
-                  checkFactors(program, *type, plan.getSymName())) {
-            plan.emitError(llvm::toString(std::move(error)));
-            return WalkResult::interrupt();
-          }
-          programs.emplace_back(plan.getSymName().str(), std::move(program));
-          return WalkResult::advance();
-        });
-        if (walked.wasInterrupted())
-          return failure();
-        if (programs.empty())
-          return mlir::emitError(op->getLoc())
-                 << "no ucp.plan to emit; compose maps first with affine-opt "
-                    "--ucp-compose";
-        llvm::Expected<CudaModule> module = emitCuda(programs, *type);
-        if (!module)
-          return mlir::emitError(op->getLoc())
-                 << llvm::toString(module.takeError());
-        os << module->source;
-        return success();
-      },
-      registerDialects);
-  static TranslateFromMLIRRegistration summarize(
-      "summarize",
-      "print a table of every parameter map (shape, world, pieces per rank, "
-      "elements, storage, verification status) and of every transfer plan "
-      "(copies, fills, elements moved)",
-      [](Operation *op, llvm::raw_ostream &os) {
-        return printSummary(cast<ModuleOp>(op), os);
-      },
-      registerDialects);
+LogicalResult ucp::exportPlanDocument(ModuleOp module, llvm::raw_ostream &os) {
+  if (failed(checkUniqueNames<PlanOp>(module)))
+    return failure();
+  writePlanDocument(collectPlans(module), os);
+  return success();
 }

@@ -41,7 +41,32 @@ mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
 /// Registers the `--import-json`, `--import-index-map`, `--import-legacy`,
 /// `--import-plan-json`,
 /// `--export-json`, `--export-plan-json` and `--summarize` translations.
+/// Registers affine-translate's translations (MapTranslationRegistration).
 void registerMapTranslations();
+
+/// The index-map document (spec §5) `text` as canonical ucp maps.
+mlir::OwningOpRef<mlir::ModuleOp>
+importIndexMapDocument(llvm::StringRef text, llvm::StringRef filename,
+                       mlir::MLIRContext *context);
+
+/// Today's checkpoint metadata (category patterns, AutoTP restore keys) in
+/// `text` lowered to ucp maps.
+mlir::OwningOpRef<mlir::ModuleOp>
+importLegacyDocument(llvm::StringRef text, llvm::StringRef filename,
+                     mlir::MLIRContext *context);
+
+/// The plan document `text` as ucp.plan ops.
+mlir::OwningOpRef<mlir::ModuleOp>
+importPlanDocument(llvm::StringRef text, llvm::StringRef filename,
+                   mlir::MLIRContext *context);
+
+/// Writes the plan document of the ucp.plan ops of `module`.
+mlir::LogicalResult exportPlanDocument(mlir::ModuleOp module,
+                                       llvm::raw_ostream &os);
+
+/// Prints the summary tables of the maps and the plans of `module`.
+mlir::LogicalResult printModuleSummary(mlir::ModuleOp module,
+                                       llvm::raw_ostream &os);
 
 /// Prints one line per parameter (shape, world, pieces per rank, elements,
 /// replication, verification status) and a total: `--summarize`'s table.
