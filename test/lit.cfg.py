@@ -53,6 +53,14 @@ if os.path.exists(os.path.join(plugins, "UCPPassPlugin.so")) and \
     config.substitutions.append(("%ucp_plugins", plugins))
     config.substitutions.append(("%stock_mlir_opt", stock_mlir_opt))
 
+# An out-of-tree project built on the installed package (the release
+# build's: the sanitizer build's libraries need its runtime).
+if not config.ucp_sanitize:
+    config.available_features.add("find-package")
+    config.substitutions.append(("%cmake", config.cmake_command))
+    config.substitutions.append(("%cxx", config.cxx_compiler))
+    config.substitutions.append(("%cc", config.c_compiler))
+
 # Optional hardware and tools: tests that need them say REQUIRES.
 copy_bench = os.path.join(config.ucp_obj_root, "bench", "ucp-copy-bench")
 if os.path.exists(copy_bench):  # built where libtorch and Google Benchmark are
