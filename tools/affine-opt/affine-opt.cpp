@@ -15,6 +15,10 @@
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/OutputFile.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -88,6 +92,9 @@ int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions({});
   DialectRegistry registry;
   registry.insert<ucp::UCPDialect>();
+  // Dialects whose values a layout annotates in the tests and examples.
+  registry.insert<func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
+                  memref::MemRefDialect>();
   ucp::registerUCPPasses();
   ucp::registerUCPPipelines();
   // The upstream passes a pipeline author expects beside ours.

@@ -38,7 +38,14 @@ def UCP_Dialect : Dialect {
     Properties P1 (coverage) and P5 (homogeneity) and the tiling of every
     shard are whole-map facts and are checked by `--ucp-verify`; everything a
     single op can check is checked by its verifier.
+
+    Values of other dialects say how they are sharded with the discardable
+    attribute `ucp.layout = #ucp.layout<@param>`, checked where it is
+    attached (an op's result, a global's type, a function argument).
   }];
+  let useDefaultAttributePrinterParser = 1;
+  let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
 }
 
 class UCP_Op<string mnemonic, list<Trait> traits = []>

@@ -8,6 +8,7 @@
 #define UCP_DIALECT_UCP_IR_UCPOPS_TD
 
 include "ucp/Dialect/UCP/IR/UCPBase.td"
+include "ucp/Dialect/UCP/IR/UCPAttrs.td"
 include "mlir/IR/SymbolInterfaces.td"
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,50 @@
+//===- LayoutAttrTest.cpp - ucp.layout on other dialects' values ----------===//
+
+#include "ucp/Dialect/UCP/IR/UCPAttrs.h"
+#include "ucp/Dialect/UCP/IR/UCPDialect.h"
+#include "ucp/Dialect/UCP/IR/UCPOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Parser/Parser.h"
+
+#include <gtest/gtest.h>
+
+using namespace mlir;
+
+namespace {
+
+constexpr const char *kModule = R"mlir(
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0]
+  }
+}
+func.func @f(%a: tensor<4xf32> {ucp.layout = #ucp.layout<@w>}, %b: tensor<4xf32>) {
+  %c = arith.constant {ucp.layout = #ucp.layout<@w>} dense<1.0> : tensor<4xf32>
+  %d = arith.constant dense<2.0> : tensor<4xf32>
+  return
+}
+)mlir";
+
+TEST(LayoutAttr, ValuesFindTheirParameter) {
+  MLIRContext context;
+  context
+      .loadDialect<ucp::UCPDialect, func::FuncDialect, arith::ArithDialect>();
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kModule, &context);
+  ASSERT_TRUE(module);
+  auto f = module->lookupSymbol<func::FuncOp>("f");
+  ASSERT_TRUE(f);
+  ucp::ParamOp a = ucp::getLayoutParam(f.getArgument(0));
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a.getSymName(), "w");
+  EXPECT_FALSE(ucp::getLayoutParam(f.getArgument(1)));
+  std::vector<Value> constants;
+  f.walk([&](arith::ConstantOp op) { constants.push_back(op.getResult()); });
+  ASSERT_EQ(constants.size(), 2u);
+  EXPECT_EQ(ucp::getLayoutParam(constants[0]), a);
+  EXPECT_FALSE(ucp::getLayoutParam(constants[1]));
+}
+
+} // namespace
