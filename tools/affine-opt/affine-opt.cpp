@@ -18,6 +18,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
+#include "mlir/Dialect/Mesh/IR/MeshOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -92,9 +94,10 @@ int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions({});
   DialectRegistry registry;
   registry.insert<ucp::UCPDialect>();
-  // Dialects whose values a layout annotates in the tests and examples.
+  // Dialects whose values a layout annotates, and MLIR's mesh dialect
+  // (--ucp-import-mesh).
   registry.insert<func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
-                  memref::MemRefDialect>();
+                  memref::MemRefDialect, mesh::MeshDialect>();
   ucp::registerUCPPasses();
   ucp::registerUCPPipelines();
   // The upstream passes a pipeline author expects beside ours.

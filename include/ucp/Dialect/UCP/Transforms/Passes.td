@@ -135,4 +135,42 @@ def UCPLowerCopiesPass : Pass<"ucp-lower-copies"> {
   ];
 }
 
+def UCPImportMeshPass : Pass<"ucp-import-mesh", "::mlir::ModuleOp"> {
+  let summary = "Derive the ucp map of every tensor MLIR's mesh dialect shards";
+  let description = [{
+    For every `mesh.shard` in the module, adds the `ucp.param` of the
+    sharding it states over its `mesh.mesh` (one rank per device, numbered
+    row-major over the mesh axes, the last fastest) and annotates the shard
+    op with `ucp.layout` naming it, so that a pipeline that shards with
+    MLIR's own dialect gets exact maps, their verification and transfer
+    plans. A tensor dimension split along mesh axes `[x, y]` is cut into
+    `size(x) * size(y)` equal blocks, `x` the outer; devices that differ only
+    on the axes no dimension is split along hold the same block (its
+    locations). The param is named after the function and the shard's place
+    in it (`@step_shard0`).
+
+    ```mlir
+    mesh.mesh @mesh0(shape = 2x2)
+    func.func @step(%w: tensor<4x6xf32>) -> tensor<4x6xf32> {
+      %0 = mesh.shard %w to <@mesh0, [[0]]> : tensor<4x6xf32>
+      return %0 : tensor<4x6xf32>
+    }
+    // gains
+    ucp.param @step_shard0 shape [4, 6] world 4 {
+      ucp.shard rank 0 shape [2, 6] {
+        ucp.piece [2, 6] src 0 [6, 1] dst 0 [6, 1] on [0, 1]
+      }
+      ...
+    }
+    // and %0 = mesh.shard ... {ucp.layout = #ucp.layout<@step_shard0>}
+    ```
+
+    Refused, at the op: partial tensors (`partial = sum[...]`: each device
+    holds a summand, not a view of F), dynamic tensor or mesh shapes, mesh
+    axes out of range or used twice, and a dimension that does not split
+    evenly (the mesh dialect's own requirement).
+  }];
+  let dependentDialects = ["::ucp::UCPDialect"];
+}
+
 #endif // UCP_DIALECT_UCP_TRANSFORMS_PASSES_TD
