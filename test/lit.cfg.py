@@ -44,14 +44,15 @@ config.substitutions.append(
 if config.ucp_libfuzzer:
     config.available_features.add("libfuzzer")
 
-# The plugins for Debian's stock mlir-opt (not in the sanitizer build).
-plugins = os.path.join(config.ucp_obj_root, "lib", "plugins")
+# Debian's stock mlir-opt, and the plugins for it (not in the sanitizer
+# build).
 stock_mlir_opt = os.path.join(config.llvm_tools_dir, "mlir-opt")
+config.substitutions.append(("%stock_mlir_opt", stock_mlir_opt))
+plugins = os.path.join(config.ucp_obj_root, "lib", "plugins")
 if os.path.exists(os.path.join(plugins, "UCPPassPlugin.so")) and \
         os.path.exists(stock_mlir_opt):
     config.available_features.add("ucp-plugins")
     config.substitutions.append(("%ucp_plugins", plugins))
-    config.substitutions.append(("%stock_mlir_opt", stock_mlir_opt))
 
 # An out-of-tree project built on the installed package (the release
 # build's: the sanitizer build's libraries need its runtime).
@@ -60,6 +61,20 @@ if not config.ucp_sanitize:
     config.substitutions.append(("%cmake", config.cmake_command))
     config.substitutions.append(("%cxx", config.cxx_compiler))
     config.substitutions.append(("%cc", config.c_compiler))
+
+# The Python package of this build (not in the sanitizer build), and MLIR's
+# CPU runner with its support libraries.
+python_package = os.path.join(config.ucp_obj_root, "python")
+if os.path.exists(os.path.join(python_package, "affine_ucp", "__init__.py")):
+    config.available_features.add("ucp-python")
+    config.substitutions.append(("%ucp_python", python_package))
+cpu_runner = os.path.join(config.llvm_tools_dir, "mlir-cpu-runner")
+if os.path.exists(cpu_runner):
+    config.available_features.add("mlir-cpu-runner")
+    config.substitutions.append(("%mlir_cpu_runner", cpu_runner))
+    config.substitutions.append(
+        ("%mlir_runner_libs",
+         os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
 
 # Optional hardware and tools: tests that need them say REQUIRES.
 copy_bench = os.path.join(config.ucp_obj_root, "bench", "ucp-copy-bench")

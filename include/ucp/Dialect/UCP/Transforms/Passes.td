@@ -173,4 +173,49 @@ def UCPImportMeshPass : Pass<"ucp-import-mesh", "::mlir::ModuleOp"> {
   let dependentDialects = ["::ucp::UCPDialect"];
 }
 
+def UCPPlansToMemrefPass : Pass<"ucp-plans-to-memref", "::mlir::ModuleOp"> {
+  let summary = "Lower transfer plans to functions of memref copies";
+  let description = [{
+    Replaces every `ucp.plan` by a function of the same name that performs
+    it with upstream dialects, so that any MLIR pipeline can compile a
+    reshard to LLVM: its arguments are the source shards, then the target
+    shards, in rank order, each a flat `memref<N x element-type>`; each copy
+    becomes `memref.reinterpret_cast` views of both shards and a
+    `memref.copy` (or, with a factor, an `scf.for` nest that loads,
+    multiplies and stores), each fill an `scf.for` nest storing zeros. The
+    hand-tuned executors stay the fast path; this is the portable one.
+
+    ```mlir
+    ucp.plan @w source_world 2 target_world 1 {
+      ucp.source_shard rank 0 shape [2, 2]
+      ucp.source_shard rank 1 shape [2, 2]
+      ucp.target_shard rank 0 shape [4, 2] {
+        ucp.copy [4] from 0 at 0 [1] to 0 [1]
+        ucp.copy [4] from 1 at 0 [1] to 4 [1]
+      }
+    }
+    // becomes
+    func.func @w(%src0: memref<4xf32>, %src1: memref<4xf32>,
+                 %dst0: memref<8xf32>) {
+      %0 = memref.reinterpret_cast %src0 to offset: [0], sizes: [4],
+          strides: [1] : memref<4xf32> to memref<4xf32, strided<[1]>>
+      %1 = memref.reinterpret_cast %dst0 to offset: [0], sizes: [4],
+          strides: [1] : memref<8xf32> to memref<4xf32, strided<[1]>>
+      memref.copy %0, %1 : ...
+      ...
+    }
+    ```
+
+    A factor other than 1 needs a floating-point `element-type`.
+  }];
+  let options = [
+    Option<"elementType", "element-type", "std::string", /*default=*/"\"f32\"",
+           "the shards' element type: f32, f64, f16, bf16, i8, i16, i32 or i64">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 #endif // UCP_DIALECT_UCP_TRANSFORMS_PASSES_TD
