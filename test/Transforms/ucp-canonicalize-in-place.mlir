@@ -1,4 +1,5 @@
 // RUN: affine-opt %s -split-input-file --ucp-canonicalize --mlir-print-debuginfo | FileCheck %s
+// RUN: affine-opt %s -split-input-file --canonicalize --mlir-print-debuginfo | FileCheck %s
 
 // A param already canonical is left as it is: its attributes, and the
 // locations of every op.

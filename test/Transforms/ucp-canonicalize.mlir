@@ -1,5 +1,6 @@
 // RUN: affine-opt %s -split-input-file --ucp-canonicalize --ucp-verify | FileCheck %s
 // RUN: affine-opt %s -split-input-file --ucp-canonicalize | affine-opt -split-input-file --ucp-canonicalize | FileCheck %s
+// RUN: affine-opt %s -split-input-file --canonicalize --ucp-verify | FileCheck %s
 
 // Rows written one by one fold into one box per rank, even when the rows
 // are listed out of shard order.

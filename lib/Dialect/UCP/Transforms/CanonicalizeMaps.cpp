@@ -1,10 +1,13 @@
 //===- CanonicalizeMaps.cpp - The --ucp-canonicalize pass -----------------===//
 //
-// Brings every `ucp.param` to canonical form in place. The algorithm lives
-// in ucp/Canonical; the pass edits only what differs from its result: shards
-// out of rank order are moved, the pieces of a shard that is not canonical
-// are replaced, and everything else (the param, its attributes, locations
-// and canonical shards) is left as it is.
+// Brings every `ucp.param` to canonical form in place: the greedy driver
+// over ucp.param's canonicalization patterns (UCPCanonicalization.cpp),
+// which edit only what differs from the library's canonical form (shards
+// out of rank order are moved, empty pieces dropped, the pieces of a shard
+// that is not canonical replaced); everything else (the param, its
+// attributes, locations and canonical shards) is left as it is. A param
+// with a piece too irregular to decompose has no canonical form and is
+// reported.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +15,8 @@
 #include "ucp/Dialect/UCP/Analysis/MapVerification.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
+
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace ucp {
 #define GEN_PASS_DEF_UCPCANONICALIZEPASS
@@ -30,51 +35,38 @@ struct UCPCanonicalizePass
 
 } // namespace
 
-/// Rewrites `param` into `canonical` (its canonical map): shards in rank
-/// order, and new pieces, located at their shard, where they differ.
-static void rewriteInPlace(ParamOp param, const ParamMap &canonical) {
-  Block &body = param.getBody().front();
-  std::map<int64_t, ShardOp> shardOfRank;
-  for (ShardOp shard : param.getShards())
-    shardOfRank[shard.getRank()] = shard;
-  // Moving each shard to the end in rank order leaves them sorted; a shard
-  // already in place is moved too, which changes nothing but its position.
-  for (const Shard &shard : canonical.shards) {
-    ShardOp op = shardOfRank.at(shard.rank);
-    op->moveBefore(&body, body.end());
-    std::vector<Piece> current;
-    for (PieceOp piece : op.getPieces())
-      current.push_back(toPiece(piece));
-    if (current == shard.pieces)
-      continue;
-    Block &pieces = op.getBody().front();
-    while (!pieces.empty())
-      pieces.back().erase();
-    OpBuilder builder = OpBuilder::atBlockEnd(&pieces);
-    for (const Piece &piece : shard.pieces)
-      buildPieceOp(builder, op.getLoc(), piece);
-  }
-}
-
 void UCPCanonicalizePass::runOnOperation() {
-  bool changed = false, failedOnce = false;
+  // A piece too irregular to decompose has no canonical form: reported.
+  std::vector<Operation *> ops;
+  bool failedOnce = false;
   forEachParam(getOperation(), [&](ParamOp param) {
     if (failedOnce)
       return;
-    ParamMap map = toParamMap(param);
-    llvm::Expected<ParamMap> canonical = canonicalizeParamMap(map);
+    llvm::Expected<ParamMap> canonical =
+        canonicalizeParamMap(toParamMap(param));
     if (!canonical) {
       param.emitError(llvm::toString(canonical.takeError()));
       failedOnce = true;
       return;
     }
-    if (*canonical == map)
-      return;
-    rewriteInPlace(param, *canonical);
-    changed = true;
+    ops.push_back(param);
+    param.walk([&](PieceOp piece) { ops.push_back(piece); });
   });
   if (failedOnce)
     return signalPassFailure();
+  // ucp.param's canonicalization patterns, on the params and their pieces
+  // only: nothing else of the module is folded or erased.
+  RewritePatternSet patterns(&getContext());
+  ParamOp::getCanonicalizationPatterns(patterns, &getContext());
+  GreedyRewriteConfig config;
+  config.strictMode = GreedyRewriteStrictness::ExistingOps;
+  config.enableRegionSimplification = GreedySimplifyRegionLevel::Disabled;
+  bool changed = false;
+  if (failed(
+          applyOpPatternsAndFold(ops, std::move(patterns), config, &changed))) {
+    getOperation()->emitError("--ucp-canonicalize did not converge");
+    return signalPassFailure();
+  }
   if (!changed)
     markAllAnalysesPreserved();
 }

@@ -54,6 +54,7 @@ def UCP_ParamOp : UCP_Op<"param", [
   }];
 
   let hasVerifier = 1;
+  let hasCanonicalizer = 1;
   let hasRegionVerifier = 1;
 
   let extraClassDeclaration = [{

@@ -54,7 +54,10 @@ def UCPCanonicalizePass : Pass<"ucp-canonicalize"> {
 
     Only what is not canonical changes: a param already canonical is left
     as it is, attributes and locations included, and so is every shard
-    whose pieces are. The pass is idempotent. Example (rank 0 of a column split written row by
+    whose pieces are. The pass is idempotent. It is the greedy driver over
+    `ucp.param`'s canonicalization patterns (shard order, empty pieces,
+    each shard's canonical pieces), applied to the params alone; MLIR's
+    `--canonicalize` applies the same patterns. Example (rank 0 of a column split written row by
     row):
 
     ```mlir
