@@ -337,3 +337,21 @@ llvm::Expected<TransferPlan> ucp::composeMaps(const ParamMap &source,
   });
   return plan;
 }
+
+ParamMap ucp::getFullTensorMap(const ParamMap &map) {
+  ParamMap full;
+  full.name = map.name;
+  full.logicalShape = map.logicalShape;
+  if (map.originalVocabSize && !full.logicalShape.empty())
+    full.logicalShape[0] = *map.originalVocabSize;
+  full.worldSize = 1;
+  Shard &shard = full.shards.emplace_back();
+  shard.rank = 0;
+  shard.shape = full.logicalShape;
+  if (getNumElements(full.logicalShape).value_or(0) > 0) {
+    Extents strides = getRowMajorStrides(full.logicalShape);
+    shard.pieces.push_back(
+        {full.logicalShape, {0, strides}, {0, strides}, {0}, 1.0});
+  }
+  return full;
+}

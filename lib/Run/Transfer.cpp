@@ -2,6 +2,7 @@
 
 #include "ucp/Run/Transfer.h"
 #include "ucp/IO/Safetensors.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
 #include "ucp/Runtime/CpuExecutor.h"
 #include "ucp/Runtime/CudaExecutor.h"

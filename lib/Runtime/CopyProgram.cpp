@@ -147,24 +147,6 @@ TransferPlan ucp::getExecutablePlan(const TransferPlan &plan, int scalePower) {
   return executable;
 }
 
-ParamMap ucp::getFullTensorMap(const ParamMap &map) {
-  ParamMap full;
-  full.name = map.name;
-  full.logicalShape = map.logicalShape;
-  if (map.originalVocabSize && !full.logicalShape.empty())
-    full.logicalShape[0] = *map.originalVocabSize;
-  full.worldSize = 1;
-  Shard &shard = full.shards.emplace_back();
-  shard.rank = 0;
-  shard.shape = full.logicalShape;
-  if (getNumElements(full.logicalShape).value_or(0) > 0) {
-    Extents strides = getRowMajorStrides(full.logicalShape);
-    shard.pieces.push_back(
-        {full.logicalShape, {0, strides}, {0, strides}, {0}, 1.0});
-  }
-  return full;
-}
-
 std::optional<std::vector<ContiguousRun>>
 ucp::getContiguousRuns(const CopyProgram &program, int64_t target) {
   if (!program.fills.empty() || program.targetElements.size() != 1 ||

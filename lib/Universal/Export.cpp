@@ -13,6 +13,7 @@
 #include "ucp/Universal/Export.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/PickleCursor.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/FloatBits.h"
 #include "ucp/Support/OutputFile.h"

@@ -11,6 +11,7 @@
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapDocument.h"
 #include "ucp/IO/TorchFileWriter.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CpuExecutor.h"
 #include "ucp/Support/OutputFile.h"

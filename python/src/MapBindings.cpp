@@ -13,6 +13,7 @@
 #include "ucp/Canonical/Canonicalize.h"
 #include "ucp/IO/MapDocument.h"
 #include "ucp/IO/MapTranslation.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
 
 #include "llvm/Support/raw_ostream.h"

@@ -3,6 +3,7 @@
 #include "CopyWorkloads.h"
 #include "ucp/Layout/SplitSizes.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
 
 using namespace ucp;

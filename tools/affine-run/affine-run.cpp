@@ -16,6 +16,7 @@
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/IO/TorchFile.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Run/Signals.h"
 #include "ucp/Run/Transfer.h"
 #include "ucp/Runtime/CopyProgram.h"

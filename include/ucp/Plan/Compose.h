@@ -39,6 +39,11 @@ llvm::Expected<TransferPlan> composeMaps(const ParamMap &source,
                                          const ReplicaPolicy &policy,
                                          SentElements &sent);
 
+/// Returns the map of F itself: one rank holding all of it (for a padded
+/// vocabulary, its real rows only). Extract composes this map into a
+/// target; rebuild composes a source into it.
+ParamMap getFullTensorMap(const ParamMap &map);
+
 } // namespace ucp
 
 #endif // UCP_PLAN_COMPOSE_H

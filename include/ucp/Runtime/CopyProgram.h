@@ -105,10 +105,6 @@ struct ContiguousRun {
 std::optional<std::vector<ContiguousRun>>
 getContiguousRuns(const CopyProgram &program, int64_t target);
 
-/// Returns the map of F itself: one rank holding all of it (for a padded
-/// vocabulary, its real rows only). Extract composes this map into a
-/// target; rebuild composes a source into it.
-ParamMap getFullTensorMap(const ParamMap &map);
 
 } // namespace ucp
 
