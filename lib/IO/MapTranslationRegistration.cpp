@@ -21,47 +21,46 @@
 using namespace mlir;
 using namespace ucp;
 
+/// An import of a document (its text, its name, the context) as ucp ops.
+using Importer = OwningOpRef<ModuleOp> (*)(llvm::StringRef, llvm::StringRef,
+                                           MLIRContext *);
+
+/// Registers `import` as the translation `name` (kept alive by `slot`).
+static void registerImport(std::optional<TranslateToMLIRRegistration> &slot,
+                           llvm::StringRef name, llvm::StringRef description,
+                           Importer import) {
+  slot.emplace(name, description,
+               [import](llvm::SourceMgr &sourceMgr,
+                        MLIRContext *context) -> OwningOpRef<Operation *> {
+                 const llvm::MemoryBuffer *buffer =
+                     sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
+                 return import(buffer->getBuffer(),
+                               buffer->getBufferIdentifier(), context);
+               });
+}
+
 void ucp::registerMapTranslations() {
-  static TranslateToMLIRRegistration importJson(
-      "import-json", "import a JSON map document (spec §6.2) as ucp ops",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importMapDocument(buffer->getBuffer(),
-                                 buffer->getBufferIdentifier(), context);
-      });
-  static TranslateToMLIRRegistration importIndexMap(
-      "import-index-map",
-      "derive canonical ucp maps from per-rank index maps (spec §5)",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importIndexMapDocument(buffer->getBuffer(),
-                                      buffer->getBufferIdentifier(), context);
-      });
-  static TranslateToMLIRRegistration importPlanJson(
-      "import-plan-json",
-      "import a JSON plan document (--export-plan-json's) as ucp.plan ops",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importPlanDocument(buffer->getBuffer(),
-                                  buffer->getBufferIdentifier(), context);
-      });
-  static TranslateToMLIRRegistration importLegacy(
-      "import-legacy",
-      "lower today's checkpoint metadata (category patterns, AutoTP restore "
-      "keys) to ucp maps",
-      [](llvm::SourceMgr &sourceMgr,
-         MLIRContext *context) -> OwningOpRef<Operation *> {
-        const llvm::MemoryBuffer *buffer =
-            sourceMgr.getMemoryBuffer(sourceMgr.getMainFileID());
-        return importLegacyDocument(buffer->getBuffer(),
-                                    buffer->getBufferIdentifier(), context);
-      });
+  // Once, as the function-local registrations below.
+  static std::optional<TranslateToMLIRRegistration> imports[4];
+  [[maybe_unused]] static bool registered = [] {
+    registerImport(imports[0], "import-json",
+                   "import a JSON map document (spec §6.2) as ucp ops",
+                   importMapDocument);
+    registerImport(
+        imports[1], "import-index-map",
+        "derive canonical ucp maps from per-rank index maps (spec §5)",
+        importIndexMapDocument);
+    registerImport(
+        imports[2], "import-plan-json",
+        "import a JSON plan document (--export-plan-json's) as ucp.plan ops",
+        importPlanDocument);
+    registerImport(
+        imports[3], "import-legacy",
+        "lower today's checkpoint metadata (category patterns, AutoTP "
+        "restore keys) to ucp maps",
+        importLegacyDocument);
+    return true;
+  }();
   auto registerDialects = [](DialectRegistry &registry) {
     registry.insert<UCPDialect>();
   };

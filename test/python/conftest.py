@@ -72,6 +72,17 @@ def random_layout(rng):
     return u.expert_layout("e", experts, placement, [rows, cols])
 
 
+def same_shape_pair(rng):
+    """Two random layouts of one shape (and padded vocabulary), the second
+    renamed after the first, so that they compose."""
+    while True:
+        a, b = random_layout(rng), random_layout(rng)
+        if a.logical_shape == b.logical_shape and \
+                a.original_vocab_size == b.original_vocab_size:
+            return a, u.ParamMap(a.name, b.logical_shape, b.world_size,
+                                 list(b.shards))
+
+
 @pytest.fixture
 def rng(request):
     return random.Random(request.node.name)

@@ -3,16 +3,7 @@
 import pytest
 
 import affine_ucp as u
-from conftest import random_layout
-
-
-def same_shape_pair(rng):
-    while True:
-        a, b = random_layout(rng), random_layout(rng)
-        if a.logical_shape == b.logical_shape and \
-                a.original_vocab_size == b.original_vocab_size:
-            return a, u.ParamMap(a.name, b.logical_shape, b.world_size,
-                                 list(b.shards))
+from conftest import same_shape_pair
 
 
 def count(shape):

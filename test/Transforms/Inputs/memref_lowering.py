@@ -19,20 +19,11 @@ import torch
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "python"))
 import affine_ucp as u  # noqa: E402
-from conftest import random_layout  # noqa: E402
+from conftest import same_shape_pair  # noqa: E402
 
 LOWER = ("builtin.module(convert-scf-to-cf,expand-strided-metadata,"
          "finalize-memref-to-llvm,convert-arith-to-llvm,convert-func-to-llvm,"
          "convert-cf-to-llvm,reconcile-unrealized-casts)")
-
-
-def same_shape_pair(rng):
-    while True:
-        a, b = random_layout(rng), random_layout(rng)
-        if a.logical_shape == b.logical_shape and \
-                a.original_vocab_size == b.original_vocab_size:
-            return a, u.ParamMap(a.name, b.logical_shape, b.world_size,
-                                 list(b.shards))
 
 
 def numel(shape):
