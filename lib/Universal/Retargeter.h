@@ -117,7 +117,8 @@ private:
   llvm::Error checkExpertParallel() const;
   /// Whether group `g` holds AutoEP experts.
   bool isExpertGroup(size_t g) const {
-    return checkpoint.getParams()[groups[g].front()].expertLayer.has_value();
+    return !groups[g].empty() &&
+           checkpoint.getParams()[groups[g].front()].expertLayer.has_value();
   }
   bool changesEp() const { return epSize != checkpoint.getAutoEpSize(); }
   /// The map of expert parameter `param` over the target's EP ranks.
