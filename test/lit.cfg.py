@@ -99,7 +99,8 @@ if shutil.which("nvidia-smi"):
 if config.ucp_sanitize:
     config.available_features.add("sanitize")
     config.substitutions.append(
-        ("%untraced_leaks", "env ASAN_OPTIONS=detect_leaks=0:abort_on_error=1"))
+        ("%untraced_leaks",
+         "env ASAN_OPTIONS=detect_leaks=0:abort_on_error=1:allow_user_poisoning=0"))
 else:
     config.substitutions.append(("%untraced_leaks", ""))
 
