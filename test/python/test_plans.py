@@ -1,16 +1,11 @@
 """Plans from Python: composition, segments and fills, documents."""
 
+import math
+
 import pytest
 
 import affine_ucp as u
 from conftest import same_shape_pair
-
-
-def count(shape):
-    n = 1
-    for extent in shape:
-        n *= extent
-    return n
 
 
 def test_segments_write_every_target_element_once(rng):
@@ -18,9 +13,9 @@ def test_segments_write_every_target_element_once(rng):
         a, b = same_shape_pair(rng)
         for policy in ("lowest", "local", "node", "balance"):
             [plan] = u.compose([a], [b], policy, ranks_per_node=2)
-            written = sum(count(s.shape) for s in plan.segments) + \
-                sum(count(f.shape) for f in plan.fills)
-            assert written == sum(count(s) for s in
+            written = sum(math.prod(s.shape) for s in plan.segments) + \
+                sum(math.prod(f.shape) for f in plan.fills)
+            assert written == sum(math.prod(s) for s in
                                   plan.target_shards.values())
             assert (plan.source_world, plan.target_world) == \
                 (a.world_size, b.world_size)

@@ -8,6 +8,7 @@ The source shards hold integers below 1000 (as f32), so every value the
 copies and power-of-two factors produce prints exactly. Prints one line
 per case; exits 1 at the first difference.
 """
+import math
 import os
 import random
 import re
@@ -26,13 +27,6 @@ LOWER = ("builtin.module(convert-scf-to-cf,expand-strided-metadata,"
          "convert-cf-to-llvm,reconcile-unrealized-casts)")
 
 
-def numel(shape):
-    n = 1
-    for extent in shape:
-        n *= extent
-    return n
-
-
 def main_function(plan, sources):
     """A main that calls the plan's function on constant sources and prints
     each target."""
@@ -40,7 +34,7 @@ def main_function(plan, sources):
     args, types, prints = [], [], []
     body = []
     for rank in sorted(plan.source_shards):
-        n = numel(plan.source_shards[rank])
+        n = math.prod(plan.source_shards[rank])
         values = ", ".join(f"{v:.1f}" for v in sources[rank].reshape(-1).tolist())
         lines.append(f'memref.global "private" constant @src{rank} : '
                      f'memref<{n}xf32> = dense<[{values}]>')
@@ -49,7 +43,7 @@ def main_function(plan, sources):
         args.append(f"%s{rank}")
         types.append(f"memref<{n}xf32>")
     for rank in sorted(plan.target_shards):
-        n = numel(plan.target_shards[rank])
+        n = math.prod(plan.target_shards[rank])
         body.append(f"  %t{rank} = memref.alloc() : memref<{n}xf32>")
         args.append(f"%t{rank}")
         types.append(f"memref<{n}xf32>")
