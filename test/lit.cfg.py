@@ -76,6 +76,16 @@ if os.path.exists(cpu_runner):
         ("%mlir_runner_libs",
          os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
 
+# Transfers across processes: built where MPI was found, run by mpirun on
+# this host (processes may outnumber cores; CI runs as root).
+mpirun = shutil.which("mpirun")
+if config.ucp_mpi and mpirun:
+    config.available_features.add("mpi")
+    config.substitutions.append(
+        ("%mpirun", mpirun + " --oversubscribe --allow-run-as-root"))
+    config.substitutions.append(
+        ("%mpi_check", os.path.join(config.ucp_tools_dir, "ucp-mpi-check")))
+
 # Optional hardware and tools: tests that need them say REQUIRES.
 copy_bench = os.path.join(config.ucp_obj_root, "bench", "ucp-copy-bench")
 if os.path.exists(copy_bench):  # built where libtorch and Google Benchmark are

@@ -32,6 +32,14 @@ Extents ucp::getRowMajorStrides(ArrayRef<int64_t> shape) {
   return strides;
 }
 
+bool ucp::hasRowMajorStrides(ArrayRef<int64_t> shape) {
+  int64_t stride = 1;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 1; --d)
+    if (shape[d] < 0 || llvm::MulOverflow(stride, shape[d], stride))
+      return false;
+  return true;
+}
+
 Extents ucp::unravelIndex(int64_t offset, ArrayRef<int64_t> shape) {
   Extents index(shape.size(), 0);
   for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
@@ -143,6 +151,9 @@ std::string ucp::checkParamHeader(ArrayRef<int64_t> logicalShape,
   if (!getNumElements(logicalShape))
     return "logical shape " + formatList(logicalShape) +
            " has more elements than int64 can count";
+  if (!hasRowMajorStrides(logicalShape))
+    return "logical shape " + formatList(logicalShape) +
+           " has row-major strides beyond int64";
   if (originalVocabSize) {
     if (logicalShape.empty())
       return "a scalar parameter has no vocabulary rows";
@@ -165,6 +176,9 @@ std::string ucp::checkShardHeader(int64_t rank, ArrayRef<int64_t> shardShape,
   if (!getNumElements(shardShape))
     return "shard shape " + formatList(shardShape) +
            " has more elements than int64 can count";
+  if (!hasRowMajorStrides(shardShape))
+    return "shard shape " + formatList(shardShape) +
+           " has row-major strides beyond int64";
   return {};
 }
 

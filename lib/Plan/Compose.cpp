@@ -51,6 +51,11 @@ private:
                const SourceBlock &source);
   void addFill(const Piece &piece, const Box &pieceBox, const Box &cell);
   const SourceBlock &choose(ArrayRef<const SourceBlock *> owners);
+  /// Who the Balance policy counts a send from source rank `rank` against:
+  /// the rank, or its process in a distributed transfer.
+  int64_t getSender(int64_t rank) const {
+    return policy.isDistributed() ? policy.getSourceProcess(rank) : rank;
+  }
 
   const Shard &shard;
   ArrayRef<SourceBlock> sources;
@@ -99,13 +104,19 @@ TargetShardPlanner::choose(ArrayRef<const SourceBlock *> owners) {
     return best;
   };
   auto any = [](const SourceBlock &) { return true; };
+  // Local: the target's own rank, or its own process in a distributed
+  // transfer.
+  auto isLocal = [&](const SourceBlock &b) {
+    return policy.isDistributed() ? policy.getSourceProcess(b.rank) ==
+                                        policy.getTargetProcess(shard.rank)
+                                  : b.rank == shard.rank;
+  };
   switch (policy.kind) {
   case ReplicaPolicy::Lowest:
     return *lowest(any);
   case ReplicaPolicy::Local:
   case ReplicaPolicy::Node: {
-    if (const SourceBlock *local =
-            lowest([&](const SourceBlock &b) { return b.rank == shard.rank; }))
+    if (const SourceBlock *local = lowest(isLocal))
       return *local;
     if (policy.kind == ReplicaPolicy::Node && policy.ranksPerNode > 0) {
       int64_t node = shard.rank / policy.ranksPerNode;
@@ -117,10 +128,15 @@ TargetShardPlanner::choose(ArrayRef<const SourceBlock *> owners) {
     return *lowest(any);
   }
   case ReplicaPolicy::Balance: {
+    // Across processes only what leaves a process costs: a holder in the
+    // target's process wins, else the process that has sent the least.
+    if (policy.isDistributed())
+      if (const SourceBlock *local = lowest(isLocal))
+        return *local;
     const SourceBlock *best = owners.front();
     for (const SourceBlock *owner : owners) {
       auto key = [&](const SourceBlock *b) {
-        return std::make_pair(sent[b->rank], b->rank);
+        return std::make_pair(sent[getSender(b->rank)], b->rank);
       };
       if (key(owner) < key(best))
         best = owner;
@@ -148,7 +164,9 @@ void TargetShardPlanner::addCopy(const Piece &piece, const Box &pieceBox,
   unsigned label = labels.intern({source.rank}, piece.scale / source.scale);
   for (MappedBox &box : mapped)
     copies.push_back({std::move(box), label});
-  sent[source.rank] += cell.getNumElements();
+  if (!policy.isDistributed() || policy.getSourceProcess(source.rank) !=
+                                     policy.getTargetProcess(shard.rank))
+    sent[getSender(source.rank)] += cell.getNumElements();
 }
 
 void TargetShardPlanner::addFill(const Piece &piece, const Box &pieceBox,

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <fcntl.h>
+#include <limits>
 #include <set>
 #include <unistd.h>
 
@@ -140,7 +141,9 @@ struct ParamJob {
   const ParamMap *source;
   const ParamMap *target;
   const CopyProgram *program;
-  DType dtype = DType::F32;
+  /// Known once a file holding a shard of it has been read (with a group,
+  /// once the processes have agreed on it).
+  std::optional<DType> dtype;
 };
 
 /// One run of runTransfer, step by step: every check before any output
@@ -155,14 +158,25 @@ public:
   llvm::Error checkFolders();
   llvm::Error openSources();
   llvm::Error checkSourceTensors();
+  llvm::Error agreeOnTypes();
+  llvm::Error checkFactorsFit();
   llvm::Error createOutputs();
   llvm::Error execute();
+  llvm::Error flush();
   llvm::Error commit();
+  llvm::Error sumStats();
 
   TransferStats stats;
 
 private:
   llvm::Error checkJobTensors(ParamJob &job);
+  llvm::Error executeOnGroup(std::vector<ProgramRun> &batch);
+  bool holdsSource(int64_t rank) const {
+    return !options.group || options.group->holdsSource(rank);
+  }
+  bool holdsTarget(int64_t rank) const {
+    return !options.group || options.group->holdsTarget(rank);
+  }
 
   const TransferSide &source;
   const TransferSide &target;
@@ -225,6 +239,8 @@ llvm::Error TransferRun::checkFolders() {
       inputs.insert(id);
   }
   for (const auto &[rank, path] : target.files) {
+    if (!holdsTarget(rank))
+      continue;
     llvm::sys::fs::UniqueID id;
     if (!llvm::sys::fs::getUniqueID(path, id) && inputs.count(id))
       return refuse(path + " is both read and written: write the outputs "
@@ -239,15 +255,16 @@ llvm::Error TransferRun::checkFolders() {
 }
 
 llvm::Error TransferRun::openSources() {
-  // Every rank file of the side: those a shard needs must exist, and the
-  // others are read too when present, so that a tensor no map describes is
-  // found wherever it is.
+  // Every rank file of the side this process holds: those a shard needs
+  // must exist, and the others are read too when present, so that a tensor
+  // no map describes is found wherever it is.
   std::set<int64_t> neededRanks;
   for (const ParamJob &job : jobs)
     for (const Shard &shard : job.source->shards)
       neededRanks.insert(shard.rank);
   for (const auto &[rank, path] : source.files) {
-    if (!neededRanks.count(rank) && !llvm::sys::fs::exists(path))
+    if (!holdsSource(rank) ||
+        (!neededRanks.count(rank) && !llvm::sys::fs::exists(path)))
       continue;
     Expected<std::unique_ptr<SafetensorsReader>> reader =
         SafetensorsReader::open(path);
@@ -259,8 +276,10 @@ llvm::Error TransferRun::openSources() {
 }
 
 llvm::Error TransferRun::checkJobTensors(ParamJob &job) {
-  std::optional<DType> dtype;
+  std::optional<DType> &dtype = job.dtype;
   for (const Shard &shard : job.source->shards) {
+    if (!holdsSource(shard.rank))
+      continue;
     auto reader = readers.find(shard.rank);
     if (reader == readers.end())
       return refuse("parameter '" + job.source->name + "': rank " +
@@ -289,13 +308,7 @@ llvm::Error TransferRun::checkJobTensors(ParamJob &job) {
     dtype = tensor->dtype;
     stats.bytesRead += tensor->end - tensor->begin;
   }
-  job.dtype = dtype.value_or(DType::F32);
-  for (const TransferSide *side : {&source, &target}) {
-    const ParamMap &map = side == &source ? *job.source : *job.target;
-    if (llvm::Error error = checkScalesFit(map, job.dtype, options.scalePower))
-      return refuse(side->mapOrigin + ": " + llvm::toString(std::move(error)));
-  }
-  return checkFactors(*job.program, job.dtype, job.source->name);
+  return llvm::Error::success();
 }
 
 llvm::Error TransferRun::checkSourceTensors() {
@@ -325,12 +338,62 @@ llvm::Error TransferRun::checkSourceTensors() {
   return llvm::Error::success();
 }
 
+llvm::Error TransferRun::agreeOnTypes() {
+  if (!options.group) {
+    for (ParamJob &job : jobs)
+      job.dtype = job.dtype.value_or(DType::F32);
+    return llvm::Error::success();
+  }
+  // Each process knows the types of the shards it read: per parameter, the
+  // largest code and the largest negated code, so that a disagreement
+  // shows as two different codes.
+  std::vector<int64_t> codes;
+  for (const ParamJob &job : jobs) {
+    int64_t code = job.dtype ? static_cast<int64_t>(*job.dtype) : -1;
+    codes.push_back(code);
+    codes.push_back(job.dtype ? -code : std::numeric_limits<int64_t>::min());
+  }
+  if (llvm::Error error =
+          options.group->reduce(codes, TransferGroup::Reduction::Max))
+    return error;
+  for (auto [i, job] : llvm::enumerate(jobs)) {
+    int64_t highest = codes[2 * i], lowest = -codes[2 * i + 1];
+    if (highest < 0)
+      return refuse("parameter '" + job.source->name +
+                    "': no process holds a shard of it");
+    if (highest != lowest)
+      return refuse("parameter '" + job.source->name + "' is " +
+                    getSafetensorsName(static_cast<DType>(lowest)).str() +
+                    " on some processes' ranks and " +
+                    getSafetensorsName(static_cast<DType>(highest)).str() +
+                    " on others'");
+    job.dtype = static_cast<DType>(highest);
+  }
+  return llvm::Error::success();
+}
+
+llvm::Error TransferRun::checkFactorsFit() {
+  for (const ParamJob &job : jobs) {
+    for (const TransferSide *side : {&source, &target}) {
+      const ParamMap &map = side == &source ? *job.source : *job.target;
+      if (llvm::Error error =
+              checkScalesFit(map, *job.dtype, options.scalePower))
+        return refuse(side->mapOrigin + ": " +
+                      llvm::toString(std::move(error)));
+    }
+    if (llvm::Error error =
+            checkFactors(*job.program, *job.dtype, job.source->name))
+      return error;
+  }
+  return llvm::Error::success();
+}
+
 llvm::Error TransferRun::createOutputs() {
   // Output folders are created now, after every check, and removed again if
   // the run fails (the writers, destroyed first, remove their files).
   for (const auto &[rank, path] : target.files) {
     std::string folder = getParentFolder(path);
-    if (llvm::sys::fs::exists(folder))
+    if (!holdsTarget(rank) || llvm::sys::fs::exists(folder))
       continue;
     if (std::error_code ec = llvm::sys::fs::create_directories(folder))
       return refuse("cannot create " + folder + ": " + ec.message());
@@ -341,8 +404,10 @@ llvm::Error TransferRun::createOutputs() {
   for (const ParamJob &job : jobs)
     for (const Shard &shard : job.target->shards)
       tensorsByRank[shard.rank].push_back(
-          {job.target->name, job.dtype, shard.shape, 0, 0});
+          {job.target->name, *job.dtype, shard.shape, 0, 0});
   for (const auto &[rank, path] : target.files) {
+    if (!holdsTarget(rank))
+      continue;
     Expected<std::unique_ptr<SafetensorsWriter>> writer =
         SafetensorsWriter::create(path, std::move(tensorsByRank[rank]));
     if (!writer)
@@ -359,7 +424,7 @@ llvm::Error TransferRun::execute() {
   if (options.device == TransferOptions::Device::Cuda) {
     std::map<DType, std::vector<std::pair<std::string, CopyProgram>>> byType;
     for (size_t i = 0; i < jobs.size(); ++i) {
-      auto &group = byType[jobs[i].dtype];
+      auto &group = byType[*jobs[i].dtype];
       indexInModule[i] = group.size();
       group.emplace_back(jobs[i].source->name, *jobs[i].program);
     }
@@ -374,30 +439,49 @@ llvm::Error TransferRun::execute() {
   }
 
   auto lastReport = std::chrono::steady_clock::now();
+  std::vector<ProgramRun> batch;
+  int64_t batchBytes = 0;
   for (auto [i, job] : llvm::enumerate(jobs)) {
-    ProgramBuffers buffers;
+    ProgramRun run{job.program, {}, *job.dtype};
     std::map<int64_t, const char *> sourceData;
     for (const Shard &shard : job.source->shards) {
+      if (!holdsSource(shard.rank))
+        continue;
       const SafetensorsReader &reader = *readers.at(shard.rank);
       sourceData[shard.rank] = reader.getData(*reader.find(job.source->name));
-      buffers.sources[shard.rank] = sourceData[shard.rank];
+      run.buffers.sources[shard.rank] = sourceData[shard.rank];
     }
     if (options.checkReplicas)
       if (llvm::Error error =
-              checkReplicas(*job.source, sourceData, getElementSize(job.dtype)))
+              checkReplicas(*job.source, sourceData, getElementSize(run.type)))
         return error;
+    int64_t jobBytes = 0;
     for (const Shard &shard : job.target->shards) {
-      buffers.targets[shard.rank] =
+      // Every process counts every target byte, so that all cut batches at
+      // the same parameters; each reports the bytes it writes.
+      jobBytes += *getNumBytes(shard.shape, run.type);
+      if (!holdsTarget(shard.rank))
+        continue;
+      run.buffers.targets[shard.rank] =
           writers.at(shard.rank)->getData(job.target->name);
       // The writer sized this tensor, so its bytes fit in int64.
-      stats.bytesWritten += *getNumBytes(shard.shape, job.dtype);
+      stats.bytesWritten += *getNumBytes(shard.shape, run.type);
     }
-    if (options.device == TransferOptions::Device::Cuda) {
-      if (llvm::Error error =
-              gpus.at(job.dtype)->run(indexInModule[i], *job.program, buffers))
+    if (options.group) {
+      batch.push_back(std::move(run));
+      batchBytes += jobBytes;
+      if (batchBytes >= options.group->getBatchBytes() ||
+          i + 1 == jobs.size()) {
+        if (llvm::Error error = executeOnGroup(batch))
+          return error;
+        batchBytes = 0;
+      }
+    } else if (options.device == TransferOptions::Device::Cuda) {
+      if (llvm::Error error = gpus.at(run.type)->run(indexInModule[i],
+                                                     *job.program, run.buffers))
         return error;
     } else {
-      executeOnCpu(*job.program, buffers, job.dtype, options.threads);
+      executeOnCpu(*job.program, run.buffers, run.type, options.threads);
     }
     ++stats.parameters;
     auto now = std::chrono::steady_clock::now();
@@ -409,12 +493,22 @@ llvm::Error TransferRun::execute() {
   return llvm::Error::success();
 }
 
-llvm::Error TransferRun::commit() {
+llvm::Error TransferRun::executeOnGroup(std::vector<ProgramRun> &batch) {
+  llvm::Error error = options.group->execute(batch, options.threads);
+  batch.clear();
+  return error;
+}
+
+llvm::Error TransferRun::flush() {
   // Every output is on disk before any takes its final name: a crash then
   // leaves no file of zeros under a final name.
   for (auto &[rank, writer] : writers)
     if (llvm::Error error = writer->flush(options.syncOutputs))
       return error;
+  return llvm::Error::success();
+}
+
+llvm::Error TransferRun::commit() {
   for (auto &[rank, writer] : writers)
     if (llvm::Error error = writer->commit())
       return error;
@@ -423,7 +517,8 @@ llvm::Error TransferRun::commit() {
     return llvm::Error::success();
   std::set<std::string> folders;
   for (const auto &[rank, path] : target.files)
-    folders.insert(getParentFolder(path));
+    if (holdsTarget(rank))
+      folders.insert(getParentFolder(path));
   for (const std::string &folder : createdFolders)
     folders.insert(getParentFolder(folder));
   for (const std::string &folder : folders)
@@ -433,20 +528,47 @@ llvm::Error TransferRun::commit() {
   return llvm::Error::success();
 }
 
+llvm::Error TransferRun::sumStats() {
+  if (!options.group)
+    return llvm::Error::success();
+  std::vector<int64_t> bytes = {stats.bytesRead, stats.bytesWritten};
+  if (llvm::Error error =
+          options.group->reduce(bytes, TransferGroup::Reduction::Sum))
+    return error;
+  stats.bytesRead = bytes[0];
+  stats.bytesWritten = bytes[1];
+  return llvm::Error::success();
+}
+
+TransferGroup::~TransferGroup() = default;
+
 Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
                                          const TransferSide &target,
                                          const TransferPrograms &programs,
                                          const TransferOptions &options) {
   auto start = std::chrono::steady_clock::now();
   TransferRun run(source, target, options);
-  if (llvm::Error error = run.pairJobs(programs))
+  TransferGroup *group = options.group;
+  // Each step is followed by an agreement across the group's processes: one
+  // that fails makes all fail at the same step.
+  auto agree = [&](llvm::Error error) {
+    return group ? group->agree(std::move(error)) : std::move(error);
+  };
+  if (group && options.device != TransferOptions::Device::Cpu)
+    return agree(refuse("a transfer across processes runs on the CPU"));
+  if (group && options.checkReplicas)
+    return agree(refuse("replicas are compared within one process only; "
+                        "check them without the process group"));
+  if (llvm::Error error = agree(run.pairJobs(programs)))
     return std::move(error);
   using Step = llvm::Error (TransferRun::*)();
   for (Step step :
        {&TransferRun::checkFolders, &TransferRun::openSources,
-        &TransferRun::checkSourceTensors, &TransferRun::createOutputs,
-        &TransferRun::execute, &TransferRun::commit})
-    if (llvm::Error error = (run.*step)())
+        &TransferRun::checkSourceTensors, &TransferRun::agreeOnTypes,
+        &TransferRun::checkFactorsFit, &TransferRun::createOutputs,
+        &TransferRun::execute, &TransferRun::flush, &TransferRun::commit,
+        &TransferRun::sumStats})
+    if (llvm::Error error = agree((run.*step)()))
       return std::move(error);
   run.stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

@@ -252,6 +252,33 @@ TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
             (Readers{{0, 1}, {1, 2}, {2, 1}, {3, 2}}));
 }
 
+TEST(Composition, PoliciesAcrossProcessesCountOnlyWhatLeavesAProcess) {
+  // F = [64] held whole by source ranks 1 (process 0) and 2 (process 1);
+  // target ranks 0 and 1 live on process 1, ranks 2 and 3 on process 2.
+  ParamMap source = llvm::cantFail(buildReplicatedLayout("norm", {64}, 4));
+  source.shards = {source.shards[1], source.shards[2]};
+  for (Shard &shard : source.shards)
+    shard.pieces[0].locations = {1, 2};
+  ParamMap target = *buildSplitLayout("norm", {64}, 0, {16, 16, 16, 16});
+  auto readerOf = [&](ReplicaPolicy::Kind kind) {
+    ReplicaPolicy policy{kind};
+    policy.sourceProcesses = {0, 0, 1, 1};
+    policy.targetProcesses = {1, 1, 2, 2};
+    std::map<int64_t, int64_t> reader;
+    for (const Segment &s : checkPlan(source, target, policy).segments)
+      reader[s.targetRank] = s.sourceRank;
+    return reader;
+  };
+  using Readers = std::map<int64_t, int64_t>;
+  // Local: rank 2 shares process 1 with target ranks 0 and 1.
+  EXPECT_EQ(readerOf(ReplicaPolicy::Local),
+            (Readers{{0, 2}, {1, 2}, {2, 1}, {3, 1}}));
+  // Balance: the local copies cost nothing, so process 1 has sent nothing
+  // when target rank 3 is planned and process 0 has sent 16 elements.
+  EXPECT_EQ(readerOf(ReplicaPolicy::Balance),
+            (Readers{{0, 2}, {1, 2}, {2, 1}, {3, 2}}));
+}
+
 TEST(Composition, MismatchedShapesAreRefused) {
   SentElements sent;
   llvm::Expected<TransferPlan> plan = composeMaps(

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedCommands.h"
+#include "MpiRun.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/IO/MapTranslation.h"
@@ -27,6 +28,7 @@
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -143,8 +145,12 @@ static cl::opt<bool> quiet("quiet", cl::desc("print no progress or summary"),
                            cl::sub(extractCommand), cl::sub(rebuildCommand),
                            cl::sub(reshardCommand), cl::cat(category));
 
+/// How messages start: with the process's number once a run spans several.
+static std::string messagePrefix = "affine-run: ";
+
 static int fail(const llvm::Twine &message) {
-  llvm::errs() << "affine-run: " << message << "\n";
+  // One write, so that the lines of processes sharing stderr do not mix.
+  llvm::errs() << (messagePrefix + message + "\n").str();
   return 1;
 }
 
@@ -329,9 +335,10 @@ static int runInspect() {
 }
 
 /// Runs extract, rebuild or reshard (`command`): plans the maps through the
-/// reshard pipeline, then moves the tensors.
-static int runTransferCommand(const char *command,
-                              const TransferOptions &options) {
+/// reshard pipeline, then moves the tensors; with --mpi, on the processes of
+/// `mpi`.
+static int runTransferCommand(const char *command, TransferOptions options,
+                              MpiRun &mpi) {
   // The maps of both sides, as modules: the reshard pipeline verifies,
   // composes and lowers them before any file is opened.
   MapFiles files;
@@ -375,16 +382,45 @@ static int runTransferCommand(const char *command,
     source.mapOrigin = sourceMapFile;
     target.mapOrigin = targetMapFile;
   }
+  if (MpiRun::isRequested()) {
+    llvm::Error error =
+        mpi.start(source.files.size(), target.files.size(), options);
+    messagePrefix =
+        "affine-run: process " + std::to_string(mpi.getProcess()) + ": ";
+    if (error)
+      return fail(llvm::toString(std::move(error)));
+  }
   // Planned from copies: the pipeline rewrites the module it runs on.
   mlir::OwningOpRef<mlir::ModuleOp> planned = sourceMaps.clone();
   mlir::FailureOr<TransferPrograms> programs =
       planTransfers(*planned, targetMaps, options.policy, options.scalePower);
-  if (failed(programs))
+  if (options.group) {
+    // Every process plans the same maps; should one fail alone, all stop.
+    llvm::Error planning =
+        failed(programs) ? llvm::createStringError(
+                               llvm::inconvertibleErrorCode(),
+                               "the maps could not be planned (see above)")
+                         : llvm::Error::success();
+    if (llvm::Error error = options.group->agree(std::move(planning)))
+      return fail(llvm::toString(std::move(error)));
+  } else if (failed(programs)) {
     return 1;
+  }
   llvm::Expected<TransferStats> stats =
       runTransfer(source, target, *programs, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  std::string across;
+  if (options.group) {
+    llvm::Expected<int64_t> sent = mpi.getBytesSent();
+    if (!sent)
+      return fail(llvm::toString(sent.takeError()));
+    across = " across " + std::to_string(mpi.getProcessCount()) +
+             " processes (" + llvm::formatv("{0:F3}", *sent / 1e6).str() +
+             " MB between them)";
+    if (mpi.getProcess() != 0)
+      return 0;
+  }
   if (!quiet)
     llvm::outs()
         << command << ": " << stats->parameters << " parameters, "
@@ -394,7 +430,7 @@ static int runTransferCommand(const char *command,
         << llvm::format("%.2f", stats->seconds > 0
                                     ? stats->bytesWritten / 1e9 / stats->seconds
                                     : 0.0)
-        << " GB/s)"
+        << " GB/s)" << across
         << (stats->gpuArchitecture.empty()
                 ? ""
                 : ", on the GPU with kernels for " + stats->gpuArchitecture)
@@ -451,6 +487,7 @@ static llvm::Expected<TransferOptions> getOptions() {
 int main(int argc, char **argv) {
   installSignalHandlers(argv[0]);
   llvm::InitLLVM init(argc, argv);
+  MpiRun::registerOptions(reshardCommand, category);
   cl::HideUnrelatedOptions({&category, &getDeepSpeedCategory()});
   cl::ParseCommandLineOptions(
       argc, argv,
@@ -460,6 +497,8 @@ int main(int argc, char **argv) {
       "  affine-run rebuild --map M --shards DIR --out FILE\n"
       "  affine-run reshard --source-map Ms --target-map Mt --shards DIR "
       "--out DIR2\n"
+      "  mpirun -np P affine-run reshard --mpi --source-map Ms --target-map "
+      "Mt --shards DIR --out DIR2\n"
       "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n"
       "  affine-run inspect FILE.pt [--values N]\n"
       "  affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
@@ -495,5 +534,6 @@ int main(int argc, char **argv) {
   llvm::Expected<TransferOptions> options = getOptions();
   if (!options)
     return fail(llvm::toString(options.takeError()));
-  return runTransferCommand(command, *options);
+  MpiRun mpi;
+  return mpi.finish(runTransferCommand(command, *options, mpi));
 }

@@ -96,6 +96,10 @@ std::optional<int64_t> getNumElements(llvm::ArrayRef<int64_t> shape);
 /// Returns the row-major strides of `shape`.
 Extents getRowMajorStrides(llvm::ArrayRef<int64_t> shape);
 
+/// Whether the row-major strides of `shape` fit in int64. A shape of no
+/// elements may have strides that do not: [0, 2^40, 2^40].
+bool hasRowMajorStrides(llvm::ArrayRef<int64_t> shape);
+
 /// Returns the multi-index of the row-major storage `offset` in `shape`.
 Extents unravelIndex(int64_t offset, llvm::ArrayRef<int64_t> shape);
 

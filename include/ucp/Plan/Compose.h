@@ -27,8 +27,10 @@
 
 namespace ucp {
 
-/// Elements each source rank has sent so far; shared across the parameters
-/// of one plan so that the Balance policy balances the whole transfer.
+/// Elements each source rank has sent so far (each process, to other
+/// processes, when the policy names processes); shared across the
+/// parameters of one plan so that the Balance policy balances the whole
+/// transfer.
 using SentElements = std::map<int64_t, int64_t>;
 
 /// Returns the plan that fills `target`'s shards from `source`'s. The maps

@@ -74,6 +74,29 @@ struct ReplicaPolicy {
     Balance,
   } kind = Local;
   int64_t ranksPerNode = 8;
+  /// The process holding each source and each target rank's shard (by
+  /// rank) when a transfer spans processes (ucp/Distributed). Local and
+  /// Node then prefer a holder in the target's own process, and Balance
+  /// balances the elements each process sends to other processes, a holder
+  /// in the target's process sending for free. Empty: every rank is a
+  /// process of its own, and a source rank is local to the target rank of
+  /// the same number.
+  std::vector<int64_t> sourceProcesses, targetProcesses;
+
+  /// Whether the policy names the processes of a distributed transfer.
+  bool isDistributed() const { return !sourceProcesses.empty(); }
+  /// The process of source rank `rank` (the rank itself if none is named).
+  int64_t getSourceProcess(int64_t rank) const {
+    return rank < static_cast<int64_t>(sourceProcesses.size())
+               ? sourceProcesses[rank]
+               : rank;
+  }
+  /// The process of target rank `rank` (the rank itself if none is named).
+  int64_t getTargetProcess(int64_t rank) const {
+    return rank < static_cast<int64_t>(targetProcesses.size())
+               ? targetProcesses[rank]
+               : rank;
+  }
 };
 
 /// The policy kind named `name` (lowest, local, node or balance), if it is

@@ -18,6 +18,7 @@
 
 #include "ucp/Plan/TransferPlan.h"
 #include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Runtime/CpuExecutor.h"
 #include "ucp/Runtime/DType.h"
 
 #include "llvm/Support/Error.h"
@@ -36,6 +37,46 @@ struct TransferSide {
   /// folder holding them may be of another topology (accepted only with
   /// ignoreExtraTensors); a target folder holding them would mix two.
   std::vector<std::string> strayFiles;
+};
+
+/// One parameter's copies as one process runs them: the program, the
+/// buffers of the ranks this process holds, and the element type.
+struct ProgramRun {
+  const CopyProgram *program = nullptr;
+  ProgramBuffers buffers;
+  DType type = DType::F32;
+};
+
+/// The processes of a transfer that spans several (ucp/Distributed/
+/// MpiTransfer.h implements it over MPI). Each process opens the source
+/// files and writes the target files of the ranks it holds; every other
+/// step is the single-process one, each followed by an agreement, so that
+/// all processes fail together, before any output takes its name, when one
+/// fails.
+class TransferGroup {
+public:
+  virtual ~TransferGroup();
+  /// This process's number, 0 for the one that reports progress.
+  virtual int getProcess() const = 0;
+  /// Whether this process holds source (target) rank `rank`.
+  virtual bool holdsSource(int64_t rank) const = 0;
+  virtual bool holdsTarget(int64_t rank) const = 0;
+  /// Collective: success when every process passes success; else an error
+  /// on every process, its own where it failed, the first failing
+  /// process's otherwise.
+  virtual llvm::Error agree(llvm::Error local) = 0;
+  /// Collective: `values` becomes their element-wise maximum (sum) over
+  /// the processes.
+  enum class Reduction { Max, Sum };
+  virtual llvm::Error reduce(std::vector<int64_t> &values,
+                             Reduction reduction) = 0;
+  /// Collective: runs every program of `batch`, moving what crosses
+  /// processes between them, with up to `threads` threads per process.
+  virtual llvm::Error execute(llvm::ArrayRef<ProgramRun> batch,
+                              unsigned threads) = 0;
+  /// The most target bytes one call of execute should move: what the
+  /// processes hold in message buffers at once.
+  virtual int64_t getBatchBytes() const = 0;
 };
 
 struct TransferOptions {
@@ -59,13 +100,17 @@ struct TransferOptions {
   bool syncOutputs = true;
   /// The replica policy the plans are made with.
   ReplicaPolicy policy;
+  /// The processes the transfer spans, or null for this process alone. With
+  /// a group the device is the CPU and replicas are not compared.
+  TransferGroup *group = nullptr;
   /// Called about once a second with (parameters done, parameters, bytes
-  /// written so far).
+  /// written so far); with a group, by process 0 only, with its own bytes.
   std::function<void(size_t, size_t, int64_t)> progress;
 };
 
 struct TransferStats {
   size_t parameters = 0;
+  /// With a group, over all its processes.
   int64_t bytesRead = 0;
   int64_t bytesWritten = 0;
   double seconds = 0;

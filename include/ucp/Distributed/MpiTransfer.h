@@ -1,0 +1,116 @@
+//===- MpiTransfer.h - Transfers across the processes of MPI ----*- C++ -*-===//
+//
+// Runs a transfer across the processes of an MPI communicator
+// (docs/Distributed.md). Every process plans the whole transfer from the
+// same maps; each then holds the shards of the ranks it owns. A buffer pair
+// whose source and target sit in one process is copied there by the CPU
+// executor; the others travel as point-to-point messages: the sender packs
+// the strided views (with their scale) into one contiguous buffer per peer
+// and per batch, the receiver unpacks them, both with the CPU executor.
+// Local copies run while messages are in flight. Every wait is bounded: a
+// peer silent for longer than the timeout fails the run, on every process
+// that notices, instead of hanging it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_DISTRIBUTED_MPITRANSFER_H
+#define UCP_DISTRIBUTED_MPITRANSFER_H
+
+#include "ucp/Run/Transfer.h"
+
+#include "llvm/Support/Error.h"
+
+#include <mpi.h>
+
+#include <memory>
+
+namespace ucp {
+
+/// The process of a communicator that holds each rank's shard, on both
+/// sides of a transfer (by rank).
+struct ProcessOwnership {
+  std::vector<int64_t> sourceProcesses;
+  std::vector<int64_t> targetProcesses;
+};
+
+/// Rank r of either side on process r % processes.
+ProcessOwnership getRoundRobinOwnership(int64_t sourceWorld,
+                                        int64_t targetWorld, int processes);
+
+/// Parses `text`, a comma-separated process per rank ("0,0,1,1"), for the
+/// `world` ranks of side `side` ("source") over `processes` processes.
+llvm::Expected<std::vector<int64_t>> parseProcessList(llvm::StringRef text,
+                                                      int64_t world,
+                                                      int processes,
+                                                      llvm::StringRef side);
+
+/// A process that makes itself fail at a chosen point, so that tests can
+/// watch the others (never set outside tests).
+struct InjectedFault {
+  enum Kind { None, Kill, Hang } kind = None;
+  /// The process that fails, and the batch of execute at which it does,
+  /// once its messages of that batch are on their way.
+  int process = 0;
+  int64_t batch = 0;
+};
+
+struct MpiGroupOptions {
+  /// How long any wait for another process may last, in seconds.
+  double timeoutSeconds = 300;
+  /// See TransferGroup::getBatchBytes.
+  int64_t batchBytes = int64_t(256) << 20;
+  InjectedFault fault;
+};
+
+/// The processes of an MPI communicator as a TransferGroup.
+class MpiGroup : public TransferGroup {
+public:
+  /// Returns the group of `comm` (duplicated, so that its messages never
+  /// meet the caller's) holding the ranks as `ownership` says; every
+  /// process must pass the same ownership.
+  static llvm::Expected<std::unique_ptr<MpiGroup>>
+  create(MPI_Comm comm, ProcessOwnership ownership, MpiGroupOptions options);
+  ~MpiGroup() override;
+
+  int getProcess() const override { return process; }
+  int getProcessCount() const { return processCount; }
+  bool holdsSource(int64_t rank) const override;
+  bool holdsTarget(int64_t rank) const override;
+  llvm::Error agree(llvm::Error local) override;
+  llvm::Error reduce(std::vector<int64_t> &values,
+                     Reduction reduction) override;
+  /// Runs every program of `batch` on the buffers each process holds: the
+  /// library entry point for callers with their own buffers.
+  llvm::Error execute(llvm::ArrayRef<ProgramRun> batch,
+                      unsigned threads) override;
+  int64_t getBatchBytes() const override { return options.batchBytes; }
+
+  /// Bytes this process has sent to other processes so far.
+  int64_t getBytesSent() const { return bytesSent; }
+  /// Whether a wait timed out: the processes can no longer agree, and the
+  /// caller should abort the communicator rather than finalize it.
+  bool isBroken() const { return broken; }
+
+private:
+  MpiGroup(MPI_Comm comm, ProcessOwnership ownership, MpiGroupOptions options);
+  /// Waits for `requests` until the timeout, failing with a message that
+  /// names `what` (and marking the group broken) when it passes.
+  llvm::Error waitAll(llvm::MutableArrayRef<MPI_Request> requests,
+                      llvm::StringRef what);
+  void injectFault();
+
+  MPI_Comm comm;
+  ProcessOwnership ownership;
+  MpiGroupOptions options;
+  int process = 0;
+  int processCount = 1;
+  int64_t batches = 0;
+  int64_t bytesSent = 0;
+  bool broken = false;
+
+  friend class MpiExchange;
+};
+
+} // namespace ucp
+
+#endif // UCP_DISTRIBUTED_MPITRANSFER_H

@@ -1,0 +1,179 @@
+//===- MpiGroup.cpp - The processes of MPI as a transfer group ------------===//
+
+#include "ucp/Distributed/MpiTransfer.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <thread>
+#include <unistd.h>
+
+using namespace ucp;
+
+static llvm::Error refuse(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
+}
+
+ProcessOwnership ucp::getRoundRobinOwnership(int64_t sourceWorld,
+                                             int64_t targetWorld,
+                                             int processes) {
+  ProcessOwnership ownership;
+  for (int64_t rank = 0; rank < sourceWorld; ++rank)
+    ownership.sourceProcesses.push_back(rank % processes);
+  for (int64_t rank = 0; rank < targetWorld; ++rank)
+    ownership.targetProcesses.push_back(rank % processes);
+  return ownership;
+}
+
+llvm::Expected<std::vector<int64_t>>
+ucp::parseProcessList(llvm::StringRef text, int64_t world, int processes,
+                      llvm::StringRef side) {
+  llvm::SmallVector<llvm::StringRef> items;
+  text.split(items, ',');
+  if (static_cast<int64_t>(items.size()) != world)
+    return refuse("the " + side + " process list '" + text + "' names " +
+                  llvm::Twine(items.size()) + " ranks, but the " + side +
+                  " maps have " + llvm::Twine(world));
+  std::vector<int64_t> list;
+  for (auto [rank, item] : llvm::enumerate(items)) {
+    int64_t process;
+    if (item.trim().getAsInteger(10, process) || process < 0 ||
+        process >= processes)
+      return refuse("the " + side + " process list gives rank " +
+                    llvm::Twine(rank) + " process '" + item +
+                    "', not one of 0.." + llvm::Twine(processes - 1));
+    list.push_back(process);
+  }
+  return list;
+}
+
+MpiGroup::MpiGroup(MPI_Comm comm, ProcessOwnership ownership,
+                   MpiGroupOptions options)
+    : comm(comm), ownership(std::move(ownership)), options(options) {
+  MPI_Comm_rank(comm, &process);
+  MPI_Comm_size(comm, &processCount);
+}
+
+llvm::Expected<std::unique_ptr<MpiGroup>>
+MpiGroup::create(MPI_Comm comm, ProcessOwnership ownership,
+                 MpiGroupOptions options) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  for (const auto *list :
+       {&ownership.sourceProcesses, &ownership.targetProcesses})
+    for (auto [rank, holder] : llvm::enumerate(*list))
+      if (holder < 0 || holder >= size)
+        return refuse(llvm::Twine(list == &ownership.sourceProcesses
+                                      ? "source"
+                                      : "target") +
+                      " rank " + llvm::Twine(rank) + " is given to process " +
+                      llvm::Twine(holder) + ", but the communicator has " +
+                      llvm::Twine(size) + " processes");
+  if (options.timeoutSeconds <= 0)
+    return refuse("the timeout must be positive");
+  if (options.batchBytes <= 0)
+    return refuse("the batch size must be positive");
+  MPI_Comm own;
+  if (MPI_Comm_dup(comm, &own) != MPI_SUCCESS)
+    return refuse("cannot duplicate the MPI communicator");
+  return std::unique_ptr<MpiGroup>(
+      new MpiGroup(own, std::move(ownership), options));
+}
+
+MpiGroup::~MpiGroup() {
+  // Freeing is collective in the standard; after a timeout the peers may
+  // never join, and the caller aborts instead.
+  if (!broken)
+    MPI_Comm_free(&comm);
+}
+
+bool MpiGroup::holdsSource(int64_t rank) const {
+  return rank >= 0 &&
+         rank < static_cast<int64_t>(ownership.sourceProcesses.size()) &&
+         ownership.sourceProcesses[rank] == process;
+}
+
+bool MpiGroup::holdsTarget(int64_t rank) const {
+  return rank >= 0 &&
+         rank < static_cast<int64_t>(ownership.targetProcesses.size()) &&
+         ownership.targetProcesses[rank] == process;
+}
+
+llvm::Error MpiGroup::waitAll(llvm::MutableArrayRef<MPI_Request> requests,
+                              llvm::StringRef what) {
+  using Clock = std::chrono::steady_clock;
+  auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                         std::chrono::duration<double>(options.timeoutSeconds));
+  for (unsigned polls = 0;; ++polls) {
+    int done = 0;
+    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                MPI_STATUSES_IGNORE);
+    if (done)
+      return llvm::Error::success();
+    if (Clock::now() > deadline) {
+      broken = true;
+      return refuse("no answer within " +
+                    llvm::formatv("{0}", options.timeoutSeconds) + " s while " +
+                    what + " (a process died or hangs); giving up");
+    }
+    // Spin briefly for latency, then yield the core: processes often
+    // outnumber cores.
+    if (polls > 256)
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+}
+
+llvm::Error MpiGroup::agree(llvm::Error local) {
+  if (broken)
+    return local;
+  std::string message = local ? llvm::toString(std::move(local)) : "";
+  // The lowest failing process speaks for all.
+  int mine = message.empty() ? INT_MAX : process, first = INT_MAX;
+  MPI_Request request;
+  MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &request);
+  if (llvm::Error error = waitAll(request, "agreeing on a step's outcome"))
+    return message.empty()
+               ? std::move(error)
+               : llvm::joinErrors(refuse(message), std::move(error));
+  if (first == INT_MAX)
+    return llvm::Error::success();
+  // Long enough for any diagnostic, bounded for the broadcast.
+  int length = static_cast<int>(std::min<size_t>(message.size(), 1 << 16));
+  MPI_Ibcast(&length, 1, MPI_INT, first, comm, &request);
+  if (llvm::Error error = waitAll(request, "hearing why a process failed"))
+    return error;
+  std::string text(length, '\0');
+  if (process == first)
+    text = message.substr(0, length);
+  MPI_Ibcast(text.data(), length, MPI_CHAR, first, comm, &request);
+  if (llvm::Error error = waitAll(request, "hearing why a process failed"))
+    return error;
+  if (process == first)
+    return refuse(message);
+  return refuse("process " + llvm::Twine(first) + " failed: " + text);
+}
+
+llvm::Error MpiGroup::reduce(std::vector<int64_t> &values,
+                             Reduction reduction) {
+  if (broken)
+    return refuse("the process group is broken");
+  MPI_Request request;
+  MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
+                 MPI_INT64_T, reduction == Reduction::Max ? MPI_MAX : MPI_SUM,
+                 comm, &request);
+  return waitAll(request, "combining the processes' counts");
+}
+
+void MpiGroup::injectFault() {
+  if (options.fault.kind == InjectedFault::None ||
+      options.fault.process != process || options.fault.batch != batches)
+    return;
+  if (options.fault.kind == InjectedFault::Kill)
+    raise(SIGKILL);
+  for (;;)
+    pause();
+}

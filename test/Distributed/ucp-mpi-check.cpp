@@ -1,0 +1,150 @@
+//===- ucp-mpi-check.cpp - Transfers across processes, checked bit-exactly
+//-===//
+//
+//   mpirun -np P ucp-mpi-check [seed] [plans per type]
+//
+// Every process draws the same random plans (every element type, with the
+// fixed plans of the executor tests), the same process for each rank and
+// the same source data; each runs the plans across the processes in
+// batches of up to four, holding only its own ranks' buffers, and compares
+// every target it holds byte for byte with the CPU executor running the
+// whole program alone. Process 0 prints the totals; a mismatch names the
+// plan, rank and byte, and fails every process.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RandomPlans.h"
+#include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Runtime/CpuExecutor.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+
+using namespace ucp;
+
+namespace {
+
+/// One plan's program with every rank's buffers, and the reference result.
+struct CheckedProgram {
+  std::string name;
+  CopyProgram program;
+  DType type;
+  std::map<int64_t, std::vector<char>> sources, expected, targets;
+};
+
+CheckedProgram prepare(const TransferPlan &plan, DType type, uint64_t seed) {
+  CheckedProgram checked{plan.name, lowerPlan(plan), type, {}, {}, {}};
+  int64_t size = getElementSize(type);
+  ProgramBuffers all;
+  for (const auto &[rank, elements] : checked.program.sourceElements) {
+    std::vector<char> &data = checked.sources[rank];
+    data.resize(elements * size);
+    writeRandomElements(type, data.data(), elements, seed + rank);
+    all.sources[rank] = data.data();
+  }
+  for (const auto &[rank, elements] : checked.program.targetElements) {
+    // Bytes nothing writes would differ between the two runs and fail.
+    checked.expected[rank].assign(elements * size, '\x5a');
+    checked.targets[rank].assign(elements * size, '\x5a');
+    all.targets[rank] = checked.expected[rank].data();
+  }
+  executeOnCpu(checked.program, all, type, 1);
+  return checked;
+}
+
+/// Draws the process of each of `world` ranks.
+std::vector<int64_t> drawProcesses(std::mt19937_64 &rng, int64_t world,
+                                   int processes) {
+  std::vector<int64_t> list;
+  for (int64_t rank = 0; rank < world; ++rank)
+    list.push_back(std::uniform_int_distribution<int>(0, processes - 1)(rng));
+  return list;
+}
+
+int64_t getWorld(const std::map<int64_t, int64_t> &buffers) {
+  return buffers.empty() ? 0 : buffers.rbegin()->first + 1;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int process = 0, processes = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &process);
+  MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1;
+  int perType = argc > 2 ? std::atoi(argv[2]) : 20;
+  std::mt19937_64 rng(seed);
+  int64_t programs = 0, bytesCompared = 0, bytesSent = 0;
+  for (DType type : kAllDTypes) {
+    std::vector<TransferPlan> plans =
+        testing::makeExecutionPlans(rng, type, perType);
+    for (size_t first = 0; first < plans.size(); first += 4) {
+      // A batch of up to four plans, on one ownership of the widest world.
+      std::vector<CheckedProgram> batch;
+      int64_t sourceWorld = 0, targetWorld = 0;
+      for (size_t i = first; i < std::min(first + 4, plans.size()); ++i) {
+        batch.push_back(prepare(plans[i], type, seed * 1000 + i));
+        sourceWorld = std::max(sourceWorld,
+                               getWorld(batch.back().program.sourceElements));
+        targetWorld = std::max(targetWorld,
+                               getWorld(batch.back().program.targetElements));
+      }
+      ProcessOwnership ownership{drawProcesses(rng, sourceWorld, processes),
+                                 drawProcesses(rng, targetWorld, processes)};
+      MpiGroupOptions options;
+      options.timeoutSeconds = 60;
+      auto group =
+          llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, ownership, options));
+      std::vector<ProgramRun> runs;
+      for (CheckedProgram &checked : batch) {
+        ProgramRun run{&checked.program, {}, type};
+        for (auto &[rank, data] : checked.sources)
+          if (group->holdsSource(rank))
+            run.buffers.sources[rank] = data.data();
+        for (auto &[rank, data] : checked.targets)
+          if (group->holdsTarget(rank))
+            run.buffers.targets[rank] = data.data();
+        runs.push_back(std::move(run));
+      }
+      if (llvm::Error error = group->execute(runs, 2)) {
+        std::fprintf(stderr, "process %d: %s\n", process,
+                     llvm::toString(std::move(error)).c_str());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      bytesSent += group->getBytesSent();
+      for (CheckedProgram &checked : batch)
+        for (auto &[rank, data] : checked.targets) {
+          if (!group->holdsTarget(rank))
+            continue;
+          const std::vector<char> &want = checked.expected[rank];
+          for (size_t byte = 0; byte < data.size(); ++byte)
+            if (data[byte] != want[byte]) {
+              std::fprintf(stderr,
+                           "process %d: plan '%s' (%s): target rank %lld "
+                           "differs from the single-process run at byte "
+                           "%zu\n",
+                           process, checked.name.c_str(),
+                           getSafetensorsName(type).str().c_str(),
+                           static_cast<long long>(rank), byte);
+              MPI_Abort(MPI_COMM_WORLD, 1);
+            }
+          bytesCompared += data.size();
+        }
+      programs += batch.size();
+    }
+  }
+  int64_t totals[2] = {bytesCompared, bytesSent};
+  MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (process == 0)
+    std::printf("%d processes: %lld programs, %lld target bytes bit-exact, "
+                "%lld bytes between processes\n",
+                processes, static_cast<long long>(programs),
+                static_cast<long long>(totals[0]),
+                static_cast<long long>(totals[1]));
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,194 @@
+//===- MpiRun.cpp - affine-run reshard --mpi ------------------------------===//
+
+#include "MpiRun.h"
+
+#ifdef UCP_HAS_MPI
+#include "ucp/Distributed/MpiTransfer.h"
+#endif
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/raw_ostream.h"
+
+using namespace ucp;
+namespace cl = llvm::cl;
+
+namespace {
+
+/// The options of --mpi, made when a command registers them.
+struct MpiOptions {
+  MpiOptions(cl::SubCommand &command, cl::OptionCategory &category)
+      : mpi("mpi",
+            cl::desc("run across the processes of MPI (start affine-run "
+                     "under mpirun): each reads the source rank files and "
+                     "writes the target rank files it holds"),
+            cl::sub(command), cl::cat(category)),
+        sourceProcesses(
+            "source-processes",
+            cl::desc("with --mpi: the process holding each source rank, "
+                     "comma-separated (default: rank r on process r % N)"),
+            cl::value_desc("p0,p1,..."), cl::sub(command), cl::cat(category)),
+        targetProcesses(
+            "target-processes",
+            cl::desc("with --mpi: the process holding each target rank"),
+            cl::value_desc("p0,p1,..."), cl::sub(command), cl::cat(category)),
+        timeout("mpi-timeout",
+                cl::desc("with --mpi: fail when another process is silent "
+                         "this long"),
+                cl::value_desc("seconds"), cl::init(300), cl::sub(command),
+                cl::cat(category)),
+        batchMegabytes(
+            "mpi-batch-mb",
+            cl::desc("with --mpi: target megabytes moved per exchange (what "
+                     "message buffers hold at once)"),
+            cl::value_desc("MB"), cl::init(256), cl::sub(command),
+            cl::cat(category)),
+        fault("mpi-inject-fault",
+              cl::desc("for tests: PROCESS:BATCH:kill|hang"), cl::Hidden,
+              cl::sub(command), cl::cat(category)) {}
+
+  cl::opt<bool> mpi;
+  cl::opt<std::string> sourceProcesses, targetProcesses;
+  cl::opt<double> timeout;
+  cl::opt<double> batchMegabytes;
+  cl::opt<std::string> fault;
+};
+
+std::unique_ptr<MpiOptions> &getOptions() {
+  static std::unique_ptr<MpiOptions> options;
+  return options;
+}
+
+llvm::Error refuse(const llvm::Twine &why) {
+  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
+}
+
+} // namespace
+
+void MpiRun::registerOptions(cl::SubCommand &command,
+                             cl::OptionCategory &category) {
+  getOptions() = std::make_unique<MpiOptions>(command, category);
+}
+
+bool MpiRun::isRequested() { return getOptions() && getOptions()->mpi; }
+
+#ifdef UCP_HAS_MPI
+
+struct MpiRun::State {
+  bool started = false;
+  std::unique_ptr<MpiGroup> group;
+};
+
+MpiRun::MpiRun() : state(std::make_unique<State>()) {}
+MpiRun::~MpiRun() = default;
+
+/// Parses --mpi-inject-fault.
+static llvm::Expected<InjectedFault> parseFault(llvm::StringRef text) {
+  InjectedFault fault;
+  if (text.empty())
+    return fault;
+  llvm::SmallVector<llvm::StringRef> parts;
+  text.split(parts, ':');
+  if (parts.size() != 3 || parts[0].getAsInteger(10, fault.process) ||
+      parts[1].getAsInteger(10, fault.batch) ||
+      (parts[2] != "kill" && parts[2] != "hang"))
+    return refuse("--mpi-inject-fault '" + text +
+                  "': expected PROCESS:BATCH:kill|hang");
+  fault.kind = parts[2] == "kill" ? InjectedFault::Kill : InjectedFault::Hang;
+  return fault;
+}
+
+llvm::Error MpiRun::start(int64_t sourceWorld, int64_t targetWorld,
+                          TransferOptions &options) {
+  int provided = 0;
+  // Only the main thread calls MPI; the executor's threads only copy.
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  state->started = true;
+  MpiOptions &flags = *getOptions();
+  int processes = getProcessCount();
+  ProcessOwnership ownership =
+      getRoundRobinOwnership(sourceWorld, targetWorld, processes);
+  for (auto [text, world, side, list] :
+       {std::make_tuple(&flags.sourceProcesses, sourceWorld, "source",
+                        &ownership.sourceProcesses),
+        std::make_tuple(&flags.targetProcesses, targetWorld, "target",
+                        &ownership.targetProcesses)}) {
+    if (text->empty())
+      continue;
+    llvm::Expected<std::vector<int64_t>> parsed =
+        parseProcessList(*text, world, processes, side);
+    if (!parsed)
+      return parsed.takeError();
+    *list = std::move(*parsed);
+  }
+  MpiGroupOptions groupOptions;
+  groupOptions.timeoutSeconds = flags.timeout;
+  groupOptions.batchBytes = static_cast<int64_t>(flags.batchMegabytes * 1e6);
+  llvm::Expected<InjectedFault> fault = parseFault(flags.fault);
+  if (!fault)
+    return fault.takeError();
+  groupOptions.fault = *fault;
+  options.policy.sourceProcesses = ownership.sourceProcesses;
+  options.policy.targetProcesses = ownership.targetProcesses;
+  llvm::Expected<std::unique_ptr<MpiGroup>> group =
+      MpiGroup::create(MPI_COMM_WORLD, std::move(ownership), groupOptions);
+  if (!group)
+    return group.takeError();
+  state->group = std::move(*group);
+  options.group = state->group.get();
+  if (getProcess() != 0)
+    options.progress = nullptr;
+  return llvm::Error::success();
+}
+
+int MpiRun::getProcess() const {
+  int process = 0;
+  if (state->started)
+    MPI_Comm_rank(MPI_COMM_WORLD, &process);
+  return process;
+}
+
+int MpiRun::getProcessCount() const {
+  int count = 1;
+  if (state->started)
+    MPI_Comm_size(MPI_COMM_WORLD, &count);
+  return count;
+}
+
+llvm::Expected<int64_t> MpiRun::getBytesSent() {
+  std::vector<int64_t> bytes = {state->group->getBytesSent()};
+  if (llvm::Error error =
+          state->group->reduce(bytes, TransferGroup::Reduction::Sum))
+    return std::move(error);
+  return bytes[0];
+}
+
+int MpiRun::finish(int code) {
+  if (!state->started)
+    return code;
+  // Every failure but a broken group's is one all processes share (they
+  // agreed on it, or met it parsing the same options); after a timeout a
+  // peer may never answer again.
+  if (code != 0 && state->group && state->group->isBroken()) {
+    llvm::errs().flush();
+    MPI_Abort(MPI_COMM_WORLD, code);
+  }
+  state->group.reset();
+  MPI_Finalize();
+  return code;
+}
+
+#else
+
+struct MpiRun::State {};
+MpiRun::MpiRun() = default;
+MpiRun::~MpiRun() = default;
+llvm::Error MpiRun::start(int64_t, int64_t, TransferOptions &) {
+  return refuse("--mpi: this affine-run was built without MPI (install "
+                "libopenmpi-dev and configure again)");
+}
+int MpiRun::getProcess() const { return 0; }
+int MpiRun::getProcessCount() const { return 1; }
+llvm::Expected<int64_t> MpiRun::getBytesSent() { return 0; }
+int MpiRun::finish(int code) { return code; }
+
+#endif

@@ -1,0 +1,52 @@
+//===- MpiRun.h - affine-run reshard --mpi ----------------------*- C++ -*-===//
+//
+// The MPI side of affine-run: its options, starting and ending MPI, and the
+// process group a reshard runs on. Built without MPI, --mpi is refused.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_TOOLS_AFFINE_RUN_MPIRUN_H
+#define UCP_TOOLS_AFFINE_RUN_MPIRUN_H
+
+#include "ucp/Run/Transfer.h"
+
+#include "llvm/Support/CommandLine.h"
+
+#include <memory>
+
+namespace ucp {
+
+/// One run of affine-run across the processes of MPI_COMM_WORLD.
+class MpiRun {
+public:
+  /// Adds --mpi and its options to `command`; call before parsing.
+  static void registerOptions(llvm::cl::SubCommand &command,
+                              llvm::cl::OptionCategory &category);
+  /// Whether --mpi was given.
+  static bool isRequested();
+
+  MpiRun();
+  ~MpiRun();
+
+  /// Starts MPI and the group holding `sourceWorld` and `targetWorld` ranks
+  /// as the options say, and sets `options` (group, processes of the
+  /// replica policy, progress on process 0 only) to run on it.
+  llvm::Error start(int64_t sourceWorld, int64_t targetWorld,
+                    TransferOptions &options);
+  /// This process's number (0 before start).
+  int getProcess() const;
+  int getProcessCount() const;
+  /// Collective: the bytes all processes sent to others so far.
+  llvm::Expected<int64_t> getBytesSent();
+  /// Ends MPI and returns `code`: MPI is finalized when the processes can
+  /// still agree, else aborted so that none waits for a dead peer.
+  int finish(int code);
+
+private:
+  struct State;
+  std::unique_ptr<State> state;
+};
+
+} // namespace ucp
+
+#endif // UCP_TOOLS_AFFINE_RUN_MPIRUN_H
