@@ -15,6 +15,8 @@
 
 #include "RandomPlans.h"
 #include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
 #include "ucp/Runtime/CpuExecutor.h"
 
@@ -68,6 +70,35 @@ int64_t getWorld(const std::map<int64_t, int64_t> &buffers) {
   return buffers.empty() ? 0 : buffers.rbegin()->first + 1;
 }
 
+/// Plans whose copies are long enough to travel as messages of their own:
+/// row splits (contiguous on both sides), column splits (contiguous on one
+/// side), and for floating point a scaled replica split (contiguous, but
+/// someone must scale), each way round.
+std::vector<TransferPlan> makeLongCopyPlans(DType type) {
+  Extents shape = {256, 512};
+  auto split = [&](int64_t dim, int64_t world) {
+    return llvm::cantFail(buildSplitLayout("long", shape, dim,
+                                           Extents(world, shape[dim] / world)));
+  };
+  std::vector<std::pair<ParamMap, ParamMap>> pairs = {
+      {split(0, 4), split(0, 2)},
+      {split(1, 4), split(1, 2)},
+      {split(0, 2), split(1, 4)},
+      {split(1, 2), split(0, 4)}};
+  if (isFloatingPoint(type)) {
+    ParamMap halves =
+        llvm::cantFail(buildReplicatedLayout("long", shape, 2, 0.5));
+    pairs.push_back({halves, split(0, 4)});
+    pairs.push_back({split(1, 4), halves});
+  }
+  std::vector<TransferPlan> plans;
+  for (const auto &[source, target] : pairs) {
+    SentElements sent;
+    plans.push_back(llvm::cantFail(composeMaps(source, target, {}, sent)));
+  }
+  return plans;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -82,6 +113,7 @@ int main(int argc, char **argv) {
   for (DType type : kAllDTypes) {
     std::vector<TransferPlan> plans =
         testing::makeExecutionPlans(rng, type, perType);
+    llvm::append_range(plans, makeLongCopyPlans(type));
     for (size_t first = 0; first < plans.size(); first += 4) {
       // A batch of up to four plans, on one ownership of the widest world.
       std::vector<CheckedProgram> batch;

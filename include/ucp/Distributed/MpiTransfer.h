@@ -4,12 +4,12 @@
 // (docs/Distributed.md). Every process plans the whole transfer from the
 // same maps; each then holds the shards of the ranks it owns. A buffer pair
 // whose source and target sit in one process is copied there by the CPU
-// executor; the others travel as point-to-point messages: the sender packs
-// the strided views (with their scale) into one contiguous buffer per peer
-// and per batch, the receiver unpacks them, both with the CPU executor.
-// Local copies run while messages are in flight. Every wait is bounded: a
-// peer silent for longer than the timeout fails the run, on every process
-// that notices, instead of hanging it.
+// executor; the others travel as point-to-point messages, one stream per
+// peer and batch: long contiguous runs straight between the buffers (MPI
+// derived datatypes), everything else packed and unpacked by the CPU
+// executor, scale applied. Local copies run while messages are in flight. Every
+// wait is bounded: a peer silent for longer than the timeout fails the run, on
+// every process that notices, instead of hanging it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +22,7 @@
 
 #include <mpi.h>
 
+#include <map>
 #include <memory>
 
 namespace ucp {
@@ -98,6 +99,14 @@ private:
   llvm::Error waitAll(llvm::MutableArrayRef<MPI_Request> requests,
                       llvm::StringRef what);
   void injectFault();
+  /// A buffer of at least `bytes` for the packed part of the stream to
+  /// (from) `peer`, kept between batches.
+  char *getMessageBuffer(int peer, bool send, int64_t bytes);
+
+  struct MessageBuffer {
+    std::unique_ptr<char[]> data;
+    int64_t capacity = 0;
+  };
 
   MPI_Comm comm;
   ProcessOwnership ownership;
@@ -107,6 +116,7 @@ private:
   int64_t batches = 0;
   int64_t bytesSent = 0;
   bool broken = false;
+  std::map<int, MessageBuffer> sendBuffers, receiveBuffers;
 
   friend class MpiExchange;
 };

@@ -1,0 +1,197 @@
+//===- MpiBench.cpp - Resharding across processes against MPI_Alltoallv ---===//
+//
+//   mpirun -np 4 ucp-mpi-bench [MiB]
+//
+// A model of F32 weights (half split by rows, half by columns: packed
+// strided views) resharded TP=4 -> TP=2 and TP=2 -> TP=4 across the
+// processes, each holding its ranks round-robin: MpiGroup::execute (pack,
+// point-to-point messages, local copies, unpack) against MPI_Alltoallv of
+// the same bytes between the same processes (already packed: the transport
+// alone), and against one process running the whole reshard by itself.
+// Best of five; process 0 prints the table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BenchTiming.h"
+#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
+#include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <thread>
+
+using namespace ucp;
+
+namespace {
+
+constexpr int kRepeats = 5;
+constexpr int64_t kColumns = 4096;
+
+/// `count` weights of [rows, kColumns] at tensor-parallel degree `tp`.
+std::vector<ParamMap> makeModel(int count, int64_t rows, int64_t tp) {
+  std::vector<ParamMap> maps;
+  for (int i = 0; i < count; ++i) {
+    int64_t dim = i % 2;
+    int64_t extent = dim == 0 ? rows : kColumns;
+    maps.push_back(llvm::cantFail(
+        buildSplitLayout("layer" + std::to_string(i) + ".weight",
+                         {rows, kColumns}, dim, Extents(tp, extent / tp))));
+  }
+  return maps;
+}
+
+/// Waits for every process without spinning, so that a process working
+/// alone keeps the cores.
+void waitQuietly() {
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  for (int done = 0; !done;) {
+    MPI_Test(&request, &done, MPI_STATUS_IGNORE);
+    if (!done)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
+/// Best time of `fn` run by every process, barrier to barrier.
+template <typename Fn> double timeAll(Fn fn) {
+  return bench::timeBest(kRepeats, [&] {
+    MPI_Barrier(MPI_COMM_WORLD);
+    fn();
+    MPI_Barrier(MPI_COMM_WORLD);
+  });
+}
+
+struct Case {
+  const char *name;
+  int64_t from, to;
+};
+
+/// Runs one case and prints its row on process 0.
+void runCase(const Case &c, int count, int64_t rows, int process,
+             int processes) {
+  TransferPrograms programs = llvm::cantFail(planTransfers(
+      makeModel(count, rows, c.from), makeModel(count, rows, c.to)));
+  ProcessOwnership owners = getRoundRobinOwnership(c.from, c.to, processes);
+  auto group = llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, owners, {}));
+  // Every buffer of every rank is allocated on each process (its own ranks'
+  // hold data): process 0 also runs the whole reshard alone.
+  std::vector<std::vector<float>> storage;
+  std::vector<ProgramRun> all, mine;
+  std::vector<int64_t> sendBytes(processes), receiveBytes(processes);
+  for (auto &[name, program] : programs) {
+    ProgramRun full{&program, {}, DType::F32};
+    ProgramRun own{&program, {}, DType::F32};
+    for (auto &[rank, elements] : program.sourceElements) {
+      bool held = group->holdsSource(rank);
+      if (!held && process != 0)
+        continue;
+      storage.emplace_back(elements, 1.0f + rank);
+      full.buffers.sources[rank] = storage.back().data();
+      if (held)
+        own.buffers.sources[rank] = storage.back().data();
+    }
+    for (auto &[rank, elements] : program.targetElements) {
+      bool held = group->holdsTarget(rank);
+      if (!held && process != 0)
+        continue;
+      storage.emplace_back(elements, 0.0f);
+      full.buffers.targets[rank] = storage.back().data();
+      if (held)
+        own.buffers.targets[rank] = storage.back().data();
+    }
+    for (const BufferPairCopies &pair : program.pairs) {
+      int64_t from = owners.sourceProcesses[pair.sourceBuffer];
+      int64_t to = owners.targetProcesses[pair.targetBuffer];
+      if (from == to)
+        continue;
+      for (const StridedCopy &copy : pair.copies) {
+        int64_t bytes = *getNumElements(copy.shape) * 4;
+        if (from == process)
+          sendBytes[to] += bytes;
+        if (to == process)
+          receiveBytes[from] += bytes;
+      }
+    }
+    all.push_back(std::move(full));
+    mine.push_back(std::move(own));
+  }
+  // The tool's batches: up to 256 MB of targets per exchange.
+  double ours = timeAll([&] {
+    std::vector<ProgramRun> batch;
+    int64_t bytes = 0;
+    for (auto [i, run] : llvm::enumerate(mine)) {
+      batch.push_back(run);
+      for (auto &[rank, elements] : run.program->targetElements)
+        bytes += elements * 4;
+      if (bytes >= group->getBatchBytes() || i + 1 == mine.size()) {
+        llvm::cantFail(group->execute(batch, 1));
+        batch.clear();
+        bytes = 0;
+      }
+    }
+  });
+  // The same bytes between the same processes in one collective.
+  std::vector<int> sendCounts, receiveCounts, sendOffsets, receiveOffsets;
+  int64_t sendTotal = 0, receiveTotal = 0;
+  for (int p = 0; p < processes; ++p) {
+    sendCounts.push_back(static_cast<int>(sendBytes[p]));
+    receiveCounts.push_back(static_cast<int>(receiveBytes[p]));
+    sendOffsets.push_back(static_cast<int>(sendTotal));
+    receiveOffsets.push_back(static_cast<int>(receiveTotal));
+    sendTotal += sendBytes[p];
+    receiveTotal += receiveBytes[p];
+  }
+  std::vector<char> sendBuffer(sendTotal, 1), receiveBuffer(receiveTotal);
+  double alltoallv = timeAll([&] {
+    MPI_Alltoallv(sendBuffer.data(), sendCounts.data(), sendOffsets.data(),
+                  MPI_BYTE, receiveBuffer.data(), receiveCounts.data(),
+                  receiveOffsets.data(), MPI_BYTE, MPI_COMM_WORLD);
+  });
+  double alone = 0;
+  if (process == 0)
+    alone = bench::timeBest(kRepeats, [&] {
+      for (const ProgramRun &run : all)
+        executeOnCpu(*run.program, run.buffers, run.type);
+    });
+  waitQuietly();
+  int64_t moved[2] = {sendTotal, 0};
+  for (const ProgramRun &run : mine)
+    for (auto &[rank, pointer] : run.buffers.targets)
+      moved[1] += run.program->targetElements.at(rank) * 4;
+  MPI_Allreduce(MPI_IN_PLACE, moved, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  if (process == 0)
+    std::printf("| %s | %.0f | %.0f | %.3f (%.2f GB/s) | %.3f (%.2f GB/s) | "
+                "%.2f | %.3f | %.2f |\n",
+                c.name, moved[1] / 1e6, moved[0] / 1e6, ours,
+                moved[0] / 1e9 / ours, alltoallv, moved[0] / 1e9 / alltoallv,
+                alltoallv / ours, alone, alone / ours);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int process = 0, processes = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &process);
+  MPI_Comm_size(MPI_COMM_WORLD, &processes);
+  int64_t mebibytes = argc > 1 ? std::atoll(argv[1]) : 1024;
+  // Eight weights of [rows, 4096] F32 (rows a multiple of 8).
+  int64_t rows = std::max<int64_t>(8, mebibytes * (int64_t(1) << 20) /
+                                          (8 * kColumns * 4) / 8 * 8);
+  if (process == 0) {
+    std::printf("ucp-mpi-bench: %d processes, 8 F32 weights of [%lld, %lld] "
+                "(%.0f MB), best of %d\n\n",
+                processes, static_cast<long long>(rows),
+                static_cast<long long>(kColumns), 8 * rows * kColumns * 4 / 1e6,
+                kRepeats);
+    std::printf("| reshard | MB written | MB between processes | ucp MPI s | "
+                "MPI_Alltoallv s | ucp / Alltoallv speed | one process s | "
+                "one process / ucp MPI |\n|---|---|---|---|---|---|---|---|\n");
+  }
+  for (Case c : {Case{"4 -> 2", 4, 2}, Case{"2 -> 4", 2, 4}})
+    runCase(c, 8, rows, process, processes);
+  MPI_Finalize();
+  return 0;
+}
