@@ -89,6 +89,9 @@ if config.ucp_mpi and mpirun:
     config.substitutions.append(
         ("%mpirun", mpi_env + mpirun + " --oversubscribe --allow-run-as-root"))
     config.substitutions.append(("%mpi_env", mpi_env))
+    if subprocess.run([config.python_executable, "-c", "import mpi4py"],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("mpi4py")
     config.substitutions.append(
         ("%mpi_check", os.path.join(config.ucp_tools_dir, "ucp-mpi-check")))
 

@@ -15,7 +15,7 @@
 //
 // MPI derived datatypes (an hindexed type over the runs of strided views,
 // sent from MPI_BOTTOM) were measured too: Open MPI's shared-memory
-// transport packs such types in small fragments, 5 to 10 times slower than
+// transport packs such types in small fragments, 2 to 5 times slower than
 // packing here (docs/Distributed.md).
 //
 //===----------------------------------------------------------------------===//

@@ -13,6 +13,7 @@ of the shard. On maps this package offers what the affine-ucp tools do:
   segments and fills, :func:`write_plans`;
 * tensors (torch or numpy, CPU): :func:`extract`, :func:`rebuild`,
   :func:`reshard`, :func:`run_plan`, with scale powers for optimizer states;
+* across processes: :func:`reshard_mpi` on an mpi4py communicator;
 * checkpoints: :func:`open_checkpoint`, :func:`ds_to_universal`,
   :func:`retarget`, :func:`export`, :func:`read_safetensors`.
 
@@ -34,6 +35,7 @@ from ._core import (CopyProgram, DeepSpeedCheckpoint, Fill, ParamMap, Piece,
                     yuan_layout)
 from .checkpoints import (ds_to_universal, export, open_checkpoint,
                           read_safetensors, retarget)
+from .distributed import reshard_mpi
 from .errors import VerificationError
 from .tensors import extract, get_scale_power, rebuild, reshard, run_plan
 
@@ -65,7 +67,7 @@ __all__ = [
     "flat_range_layout", "full_tensor_map", "get_scale_power", "nest",
     "open_checkpoint", "padded_vocab_layout", "parse_maps", "parse_plans",
     "read_maps", "read_safetensors", "rebuild", "replicated_layout",
-    "reshard", "retarget", "run_plan", "scaled_bias_layout", "shard_sizes",
+    "reshard", "reshard_mpi", "retarget", "run_plan", "scaled_bias_layout", "shard_sizes",
     "split_layout", "split_sub_param_layout", "sub_param_layout",
     "summarize", "summarize_plans", "verify", "write_maps", "write_plans",
     "yuan_layout",

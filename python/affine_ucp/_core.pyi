@@ -1,6 +1,6 @@
 """Type stubs of affine_ucp._core, the C++ extension."""
 
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 Progress = Optional[Callable[[int, int, int], None]]
 
@@ -116,8 +116,9 @@ def flat_range_layout(name: str, shape: Sequence[int],
 def nest(outer: ParamMap, inner: Sequence[ParamMap]) -> ParamMap: ...
 
 def compose(sources: Sequence[ParamMap], targets: Sequence[ParamMap],
-            policy: str = "local", ranks_per_node: int = 8
-            ) -> List[TransferPlan]: ...
+            policy: str = "local", ranks_per_node: int = 8,
+            source_processes: Sequence[int] = (),
+            target_processes: Sequence[int] = ()) -> List[TransferPlan]: ...
 def write_plans(plans: Sequence[TransferPlan]) -> str: ...
 def parse_plans(text: str) -> List[TransferPlan]: ...
 def summarize_plans(plans: Sequence[TransferPlan]) -> str: ...
@@ -127,6 +128,19 @@ def execute(program: CopyProgram, sources: Dict[int, Tuple[int, int]],
             threads: int = 0, name: str = "") -> None: ...
 def check_replicas(map: ParamMap, shards: Dict[int, int],
                    element_size: int) -> None: ...
+
+# Across the processes of an mpi4py communicator; MpiItem and execute_mpi
+# exist where has_mpi is true.
+has_mpi: bool
+class MpiItem:
+    def __init__(self, program: CopyProgram,
+                 sources: Dict[int, Tuple[int, int]],
+                 targets: Dict[int, Tuple[int, int]], dtype: str,
+                 name: str) -> None: ...
+def execute_mpi(comm: Any, items: Sequence[MpiItem],
+                source_processes: Sequence[int],
+                target_processes: Sequence[int], threads: int = 0,
+                timeout: float = 300.0) -> None: ...
 
 def ds_to_universal(checkpoint: DeepSpeedCheckpoint, output: str,
                     threads: int = 0, inject_missing_state: bool = False,

@@ -61,6 +61,7 @@ void bindMaps(py::module_ &m);
 void bindLayouts(py::module_ &m);
 void bindPlans(py::module_ &m);
 void bindCheckpoints(py::module_ &m);
+void bindMpi(py::module_ &m);
 
 } // namespace ucp::python
 

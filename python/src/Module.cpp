@@ -9,4 +9,5 @@ PYBIND11_MODULE(_core, m) {
   ucp::python::bindLayouts(m);
   ucp::python::bindPlans(m);
   ucp::python::bindCheckpoints(m);
+  ucp::python::bindMpi(m);
 }

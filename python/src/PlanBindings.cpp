@@ -37,11 +37,14 @@ static ReplicaPolicy getPolicy(const std::string &name, int64_t ranksPerNode) {
 
 /// Plans every parameter of `sources` into the same-named one of
 /// `targets`, each map verified first.
-static std::vector<TransferPlan> compose(const std::vector<ParamMap> &sources,
-                                         const std::vector<ParamMap> &targets,
-                                         const std::string &policyName,
-                                         int64_t ranksPerNode) {
+static std::vector<TransferPlan>
+compose(const std::vector<ParamMap> &sources,
+        const std::vector<ParamMap> &targets, const std::string &policyName,
+        int64_t ranksPerNode, const std::vector<int64_t> &sourceProcesses,
+        const std::vector<int64_t> &targetProcesses) {
   ReplicaPolicy policy = getPolicy(policyName, ranksPerNode);
+  policy.sourceProcesses = sourceProcesses;
+  policy.targetProcesses = targetProcesses;
   llvm::StringMap<const ParamMap *> byName;
   for (const ParamMap &target : targets)
     if (!byName.try_emplace(target.name, &target).second)
@@ -185,9 +188,12 @@ void ucp::python::bindPlans(py::module_ &m) {
   bindPlanTypes(m);
   m.def("compose", &compose, py::arg("sources"), py::arg("targets"),
         py::arg("policy") = "local", py::arg("ranks_per_node") = 8,
+        py::arg("source_processes") = std::vector<int64_t>(),
+        py::arg("target_processes") = std::vector<int64_t>(),
         "Plans each source map into the target map of its name (both "
         "verified first) under a replica policy: lowest, local, node or "
-        "balance.");
+        "balance; with the process of every source and target rank, the "
+        "policies prefer holders in the target's process.");
   m.def(
       "write_plans",
       [](const std::vector<TransferPlan> &plans) {

@@ -71,6 +71,19 @@ void MpiRun::registerOptions(cl::SubCommand &command,
 
 bool MpiRun::isRequested() { return getOptions() && getOptions()->mpi; }
 
+llvm::Error MpiRun::checkOptions() {
+  MpiOptions *flags = getOptions().get();
+  if (!flags || flags->mpi)
+    return llvm::Error::success();
+  for (cl::Option *option :
+       std::initializer_list<cl::Option *>{
+           &flags->sourceProcesses, &flags->targetProcesses, &flags->timeout,
+           &flags->batchMegabytes, &flags->fault})
+    if (option->getNumOccurrences())
+      return refuse("--" + option->ArgStr + " needs --mpi");
+  return llvm::Error::success();
+}
+
 #ifdef UCP_HAS_MPI
 
 struct MpiRun::State {

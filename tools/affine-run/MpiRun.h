@@ -24,6 +24,8 @@ public:
                               llvm::cl::OptionCategory &category);
   /// Whether --mpi was given.
   static bool isRequested();
+  /// Refuses the options of --mpi given without it.
+  static llvm::Error checkOptions();
 
   MpiRun();
   ~MpiRun();

@@ -534,6 +534,8 @@ int main(int argc, char **argv) {
   llvm::Expected<TransferOptions> options = getOptions();
   if (!options)
     return fail(llvm::toString(options.takeError()));
+  if (llvm::Error error = MpiRun::checkOptions())
+    return fail(llvm::toString(std::move(error)));
   MpiRun mpi;
   return mpi.finish(runTransferCommand(command, *options, mpi));
 }
