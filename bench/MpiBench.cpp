@@ -29,11 +29,13 @@ namespace {
 constexpr int kRepeats = 5;
 constexpr int64_t kColumns = 4096;
 
-/// `count` weights of [rows, kColumns] at tensor-parallel degree `tp`.
-std::vector<ParamMap> makeModel(int count, int64_t rows, int64_t tp) {
+/// `count` weights of [rows, kColumns] at tensor-parallel degree `tp`,
+/// split by rows and columns in turn (or all by rows).
+std::vector<ParamMap> makeModel(int count, int64_t rows, int64_t tp,
+                                bool rowsOnly) {
   std::vector<ParamMap> maps;
   for (int i = 0; i < count; ++i) {
-    int64_t dim = i % 2;
+    int64_t dim = rowsOnly ? 0 : i % 2;
     int64_t extent = dim == 0 ? rows : kColumns;
     maps.push_back(llvm::cantFail(
         buildSplitLayout("layer" + std::to_string(i) + ".weight",
@@ -66,13 +68,15 @@ template <typename Fn> double timeAll(Fn fn) {
 struct Case {
   const char *name;
   int64_t from, to;
+  bool rowsOnly;
 };
 
 /// Runs one case and prints its row on process 0.
 void runCase(const Case &c, int count, int64_t rows, int process,
              int processes) {
-  TransferPrograms programs = llvm::cantFail(planTransfers(
-      makeModel(count, rows, c.from), makeModel(count, rows, c.to)));
+  TransferPrograms programs =
+      llvm::cantFail(planTransfers(makeModel(count, rows, c.from, c.rowsOnly),
+                                   makeModel(count, rows, c.to, c.rowsOnly)));
   ProcessOwnership owners = getRoundRobinOwnership(c.from, c.to, processes);
   auto group = llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, owners, {}));
   // Every buffer of every rank is allocated on each process (its own ranks'
@@ -190,7 +194,9 @@ int main(int argc, char **argv) {
                 "MPI_Alltoallv s | ucp / Alltoallv speed | one process s | "
                 "one process / ucp MPI |\n|---|---|---|---|---|---|---|---|\n");
   }
-  for (Case c : {Case{"4 -> 2", 4, 2}, Case{"2 -> 4", 2, 4}})
+  for (Case c : {Case{"4 -> 2", 4, 2, false}, Case{"2 -> 4", 2, 4, false},
+                 Case{"4 -> 2, row splits only", 4, 2, true},
+                 Case{"2 -> 4, row splits only", 2, 4, true}})
     runCase(c, 8, rows, process, processes);
   MPI_Finalize();
   return 0;

@@ -227,20 +227,24 @@ TEST(Composition, IdentityIsLocal) {
   }
 }
 
-TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
-  // F = [64] held whole by ranks 1 and 2; the target splits it four ways.
+using Readers = std::map<int64_t, int64_t>;
+
+/// The source rank each target rank reads under `policy`, when F = [64] is
+/// held whole by source ranks 1 and 2 and the target splits it four ways.
+Readers getReadersOfReplicatedData(const ReplicaPolicy &policy) {
   ParamMap source = llvm::cantFail(buildReplicatedLayout("norm", {64}, 4));
   source.shards = {source.shards[1], source.shards[2]};
   for (Shard &shard : source.shards)
     shard.pieces[0].locations = {1, 2};
   ParamMap target = *buildSplitLayout("norm", {64}, 0, {16, 16, 16, 16});
-  auto readerOf = [&](ReplicaPolicy policy) {
-    std::map<int64_t, int64_t> reader;
-    for (const Segment &s : checkPlan(source, target, policy).segments)
-      reader[s.targetRank] = s.sourceRank;
-    return reader;
-  };
-  using Readers = std::map<int64_t, int64_t>;
+  Readers reader;
+  for (const Segment &s : checkPlan(source, target, policy).segments)
+    reader[s.targetRank] = s.sourceRank;
+  return reader;
+}
+
+TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
+  auto readerOf = getReadersOfReplicatedData;
   EXPECT_EQ(readerOf({ReplicaPolicy::Lowest}),
             (Readers{{0, 1}, {1, 1}, {2, 1}, {3, 1}}));
   EXPECT_EQ(readerOf({ReplicaPolicy::Local}),
@@ -253,23 +257,14 @@ TEST(Composition, PoliciesChooseDifferentHoldersOfReplicatedData) {
 }
 
 TEST(Composition, PoliciesAcrossProcessesCountOnlyWhatLeavesAProcess) {
-  // F = [64] held whole by source ranks 1 (process 0) and 2 (process 1);
-  // target ranks 0 and 1 live on process 1, ranks 2 and 3 on process 2.
-  ParamMap source = llvm::cantFail(buildReplicatedLayout("norm", {64}, 4));
-  source.shards = {source.shards[1], source.shards[2]};
-  for (Shard &shard : source.shards)
-    shard.pieces[0].locations = {1, 2};
-  ParamMap target = *buildSplitLayout("norm", {64}, 0, {16, 16, 16, 16});
-  auto readerOf = [&](ReplicaPolicy::Kind kind) {
+  // Source rank 1 lives on process 0, rank 2 on process 1; target ranks
+  // 0 and 1 on process 1, ranks 2 and 3 on process 2.
+  auto readerOf = [](ReplicaPolicy::Kind kind) {
     ReplicaPolicy policy{kind};
     policy.sourceProcesses = {0, 0, 1, 1};
     policy.targetProcesses = {1, 1, 2, 2};
-    std::map<int64_t, int64_t> reader;
-    for (const Segment &s : checkPlan(source, target, policy).segments)
-      reader[s.targetRank] = s.sourceRank;
-    return reader;
+    return getReadersOfReplicatedData(policy);
   };
-  using Readers = std::map<int64_t, int64_t>;
   // Local: rank 2 shares process 1 with target ranks 0 and 1.
   EXPECT_EQ(readerOf(ReplicaPolicy::Local),
             (Readers{{0, 2}, {1, 2}, {2, 1}, {3, 1}}));
