@@ -357,10 +357,12 @@ llvm::Error TransferRun::agreeOnTypes() {
           options.group->reduce(codes, TransferGroup::Reduction::Max))
     return error;
   for (auto [i, job] : llvm::enumerate(jobs)) {
-    int64_t highest = codes[2 * i], lowest = -codes[2 * i + 1];
-    if (highest < 0)
-      return refuse("parameter '" + job.source->name +
-                    "': no process holds a shard of it");
+    int64_t highest = codes[2 * i];
+    if (highest < 0) { // No shard anywhere: as in one process.
+      job.dtype = DType::F32;
+      continue;
+    }
+    int64_t lowest = -codes[2 * i + 1];
     if (highest != lowest)
       return refuse("parameter '" + job.source->name + "' is " +
                     getSafetensorsName(static_cast<DType>(lowest)).str() +
