@@ -17,6 +17,7 @@
 
 #include "BenchTiming.h"
 #include "RandomMaps.h"
+#include "WalkingVerifier.h"
 #include "ucp/Analysis/MapVerifier.h"
 
 #include <chrono>

@@ -8,6 +8,7 @@
 
 #include "ucp/Analysis/MapVerifier.h"
 #include "RandomMaps.h"
+#include "WalkingVerifier.h"
 
 #include <gtest/gtest.h>
 

@@ -11,10 +11,9 @@
 //  * per-rank accounting: shard elements, piece elements, pieces.
 //
 // `verifyParamMap` answers all of them by geometry (box decomposition and a
-// sweep), at a cost that depends on the pieces, not on the elements.
-// `verifyParamMapByWalking` answers the same questions by visiting every
-// element, as the spec's reference does; it is the oracle for tests and the
-// baseline for benchmarks. Both return identical reports.
+// sweep), at a cost that depends on the pieces, not on the elements. The
+// tests check it against an element walk (test/unit/WalkingVerifier.h) that
+// feeds the same classifier (ElementClassifier.h).
 //
 // The map must satisfy the local invariants (ucp::checkPiece and friends).
 //
@@ -112,9 +111,6 @@ struct VerifyReport {
 
 /// Verifies `map` by geometry.
 VerifyReport verifyParamMap(const ParamMap &map);
-
-/// Verifies `map` by visiting every element of F and of every shard.
-VerifyReport verifyParamMapByWalking(const ParamMap &map);
 
 /// Returns a one-line description of `violation` naming the parameter, the
 /// rank(s), the piece(s), the first element and the count.
