@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Conversion/CopyProgramToCuda.h"
+#include "ucp/Runtime/CopyProgramToCuda.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/IR/UCPOps.h"
 #include "ucp/IO/MapTranslation.h"

@@ -11,7 +11,7 @@
 #define UCP_TEST_UNIT_CUDAHOSTEMULATION_H
 
 #include "HostKernels.h"
-#include "ucp/Conversion/CopyProgramToCuda.h"
+#include "ucp/Runtime/CopyProgramToCuda.h"
 #include "ucp/Runtime/CpuExecutor.h"
 
 #include "llvm/Support/Error.h"

@@ -10,7 +10,7 @@
 #ifndef UCP_RUNTIME_CUDAEXECUTOR_H
 #define UCP_RUNTIME_CUDAEXECUTOR_H
 
-#include "ucp/Conversion/CopyProgramToCuda.h"
+#include "ucp/Runtime/CopyProgramToCuda.h"
 #include "ucp/Runtime/CpuExecutor.h"
 
 #include "llvm/Support/Error.h"

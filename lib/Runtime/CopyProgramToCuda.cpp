@@ -1,6 +1,6 @@
 //===- CopyProgramToCuda.cpp - Copy programs as CUDA kernels --------------===//
 
-#include "ucp/Conversion/CopyProgramToCuda.h"
+#include "ucp/Runtime/CopyProgramToCuda.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Format.h"

@@ -14,8 +14,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef UCP_CONVERSION_COPYPROGRAMTOCUDA_H
-#define UCP_CONVERSION_COPYPROGRAMTOCUDA_H
+#ifndef UCP_RUNTIME_COPYPROGRAMTOCUDA_H
+#define UCP_RUNTIME_COPYPROGRAMTOCUDA_H
 
 #include "ucp/Runtime/CopyProgram.h"
 #include "ucp/Runtime/DType.h"
@@ -73,4 +73,4 @@ emitCuda(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
 
 } // namespace ucp
 
-#endif // UCP_CONVERSION_COPYPROGRAMTOCUDA_H
+#endif // UCP_RUNTIME_COPYPROGRAMTOCUDA_H
