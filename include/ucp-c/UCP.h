@@ -21,7 +21,8 @@ extern "C" {
 MLIR_DECLARE_CAPI_DIALECT_REGISTRATION(UCP, ucp);
 
 /// Registers the ucp passes and ucp-reshard-pipeline in the global pass
-/// registry, so that mlirParsePassPipeline finds them by name.
+/// registry, so that mlirParsePassPipeline finds them by name, and the
+/// readers of map files (--ucp-compose target=FILE).
 MLIR_CAPI_EXPORTED void mlirRegisterUCPPasses(void);
 
 /// --ucp-verify: checks every parameter map (P1, P5, tiling).

@@ -4,6 +4,7 @@
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
+#include "ucp/IO/MapTranslation.h"
 
 #include "mlir/CAPI/Pass.h"
 #include "mlir/CAPI/Registration.h"
@@ -13,6 +14,7 @@ MLIR_DEFINE_CAPI_DIALECT_REGISTRATION(UCP, ucp, ucp::UCPDialect)
 void mlirRegisterUCPPasses(void) {
   ucp::registerUCPPasses();
   ucp::registerUCPPipelines();
+  ucp::registerMapFileReader();
 }
 
 MlirPass mlirCreateUCPVerifyPass(void) {

@@ -2,6 +2,7 @@
 
 #include "ucp/IO/MapTranslation.h"
 #include "ucp/Analysis/MapVerifier.h"
+#include "ucp/Dialect/UCP/IR/MapFileReader.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/IO/IndexMapDocument.h"
@@ -320,3 +321,5 @@ LogicalResult ucp::exportPlanDocument(ModuleOp module, llvm::raw_ostream &os) {
   writePlanDocument(collectPlans(module), os);
   return success();
 }
+
+void ucp::registerMapFileReader() { setMapFileReader(&readMapModule); }

@@ -9,6 +9,7 @@
 
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
+#include "ucp/IO/MapTranslation.h"
 
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Config/llvm-config.h"
@@ -18,5 +19,6 @@ mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "UCPPasses", LLVM_VERSION_STRING, [] {
             ucp::registerUCPPasses();
             ucp::registerUCPPipelines();
+            ucp::registerMapFileReader();
           }};
 }

@@ -100,6 +100,7 @@ int main(int argc, char **argv) {
                   memref::MemRefDialect, mesh::MeshDialect>();
   ucp::registerUCPPasses();
   ucp::registerUCPPipelines();
+  ucp::registerMapFileReader();
   // The upstream passes a pipeline author expects beside ours.
   registerCanonicalizerPass();
   registerCSEPass();

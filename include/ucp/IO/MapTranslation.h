@@ -34,6 +34,11 @@ parseMlirText(std::unique_ptr<llvm::MemoryBuffer> text,
 mlir::OwningOpRef<mlir::ModuleOp> readMapModule(llvm::StringRef path,
                                                 mlir::MLIRContext *context);
 
+/// Makes readMapModule the reader of map files the passes use
+/// (ucp/Dialect/UCP/IR/MapFileReader.h): what --ucp-compose target=FILE
+/// reads.
+void registerMapFileReader();
+
 /// Writes the map document of every `ucp.param` in `module` to `os`.
 mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
                                       llvm::raw_ostream &os);

@@ -7,9 +7,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Dialect/UCP/Analysis/MapVerification.h"
+#include "ucp/Dialect/UCP/IR/MapFileReader.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
-#include "ucp/IO/MapTranslation.h"
 #include "ucp/Plan/Compose.h"
 
 #include "llvm/ADT/StringMap.h"
@@ -104,7 +104,13 @@ LogicalResult UCPComposePass::initialize(MLIRContext *context) {
   if (target.empty())
     return emitError(UnknownLoc::get(context))
            << "--ucp-compose needs target=FILE, the target map";
-  OwningOpRef<ModuleOp> module = readMapModule(target, context);
+  MapFileReader reader = getMapFileReader();
+  if (!reader)
+    return emitError(UnknownLoc::get(context))
+           << "--ucp-compose target=" << target
+           << ": this tool reads no map files (it must call "
+              "ucp::registerMapFileReader(), of UCPMapTranslation)";
+  OwningOpRef<ModuleOp> module = reader(target, context);
   if (!module || failed(indexTargets(*module)))
     return failure();
   targets->owned = std::move(module);
