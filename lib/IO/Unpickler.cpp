@@ -198,12 +198,8 @@ Error Unpickler::pushTuple(size_t count) {
   return Error::success();
 }
 
-Error Unpickler::step() {
-  opcodeOffset = offset;
-  opcode = static_cast<uint8_t>(bytes[offset++]);
-  if (const char *why = getRefusedOpcode(opcode))
-    return fail(llvm::Twine("the opcode is ") + why);
-  PickleValue value;
+/// Runs PROTO, FRAME and STOP, or returns nothing for another opcode.
+std::optional<Error> Unpickler::stepFraming() {
   switch (opcode) {
   case 0x80: // PROTO
   {
@@ -227,6 +223,16 @@ Error Unpickler::step() {
     stopped = true;
     return Error::success();
   }
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Pushes the scalar (None, bool, int, float, string, bytes) the opcode reads,
+/// or returns nothing for another opcode.
+std::optional<Error> Unpickler::stepScalar() {
+  PickleValue value;
+  switch (opcode) {
   case 'N':
     stack.push_back(make(PickleValue::None));
     return Error::success();
@@ -297,6 +303,15 @@ Error Unpickler::step() {
       return length.takeError();
     return pushText(PickleValue::Bytes, *length);
   }
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Builds or fills a tuple, list, dict or set, or returns nothing for another
+/// opcode.
+std::optional<Error> Unpickler::stepContainer() {
+  switch (opcode) {
   case ')':
     stack.push_back(make(PickleValue::Tuple));
     return Error::success();
@@ -362,6 +377,15 @@ Error Unpickler::step() {
                                              : PickleValue::Set;
     return addToContainer(kind, std::move(*items));
   }
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Runs the stack and memo opcodes (pop, dup, put, get), or returns nothing for
+/// another opcode.
+std::optional<Error> Unpickler::stepStack() {
+  switch (opcode) {
   case '0': // POP
     return pop().takeError();
   case '1': // POP_MARK
@@ -388,6 +412,15 @@ Error Unpickler::step() {
       return index.takeError();
     return pushGet(*index);
   }
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Runs the globals and calls (GLOBAL, REDUCE, NEWOBJ, BUILD, persistent ids),
+/// or returns nothing for another opcode.
+std::optional<Error> Unpickler::stepCall() {
+  switch (opcode) {
   case 'c': { // GLOBAL "module\nname\n"
     Expected<StringRef> module = readLine();
     if (!module)
@@ -423,8 +456,21 @@ Error Unpickler::step() {
   case 'Q':
     return persistentLoad();
   default:
-    return fail("is not an opcode of pickle protocols 2 to 5");
+    return std::nullopt;
   }
+}
+
+Error Unpickler::step() {
+  opcodeOffset = offset;
+  opcode = static_cast<uint8_t>(bytes[offset++]);
+  if (const char *why = getRefusedOpcode(opcode))
+    return fail(llvm::Twine("the opcode is ") + why);
+  for (auto family :
+       {&Unpickler::stepFraming, &Unpickler::stepScalar,
+        &Unpickler::stepContainer, &Unpickler::stepStack, &Unpickler::stepCall})
+    if (std::optional<Error> done = (this->*family)())
+      return std::move(*done);
+  return fail("is not an opcode of pickle protocols 2 to 5");
 }
 
 Error Unpickler::checkTree() const {

@@ -25,6 +25,12 @@ public:
 private:
   llvm::Error fail(const llvm::Twine &why) const;
   llvm::Error step();
+  // One family of opcodes each; nothing when the opcode is not theirs.
+  std::optional<llvm::Error> stepFraming();
+  std::optional<llvm::Error> stepScalar();
+  std::optional<llvm::Error> stepContainer();
+  std::optional<llvm::Error> stepStack();
+  std::optional<llvm::Error> stepCall();
   PickleRef add(PickleValue value);
   PickleRef addGlobal(llvm::StringRef module, llvm::StringRef name);
   PickleValue &at(PickleRef ref) { return document.values[ref]; }

@@ -63,6 +63,62 @@ static double getGradientClipping(const PickleCursor &root) {
   return *value;
 }
 
+/// The entries of the target's optimizer dict `states` (of the source file
+/// `sourcePath`, whose root is `root`): in the same ZeRO form, the source's
+/// keys in order with `values` in place of theirs; in the other form, that
+/// form's keys in its order, carried over or derived.
+Expected<std::vector<std::pair<PickleRef, PickleRef>>>
+Retargeter::buildOptimizerDictItems(
+    llvm::StringRef sourcePath, const PickleCursor &root,
+    const PickleCursor &states, llvm::StringMap<PickleRef> &values,
+    PickleBuilder &b, llvm::DenseMap<PickleRef, PickleRef> &replaced) const {
+  Expected<std::vector<std::pair<std::string, PickleCursor>>> entries =
+      states.getStringItems();
+  if (!entries)
+    return refuseRetarget(sourcePath + ": " +
+                          llvm::toString(entries.takeError()));
+  std::vector<std::pair<PickleRef, PickleRef>> items;
+  if (isZero3Source() == isZero3Target()) {
+    // The same form: the source's keys in order, some with new values.
+    for (const auto &[key, value] : *entries)
+      items.push_back({b.string(key), values.count(key)
+                                          ? values[key]
+                                          : b.copy(root.getDocument(),
+                                                   value.getRef(), replaced)});
+  } else {
+    // The other form, in its order: what both forms hold is carried over,
+    // what only the target's holds is derived.
+    llvm::ArrayRef<llvm::StringRef> sourceKeys =
+        isZero3Source() ? kZero3Keys : kZero12Keys;
+    llvm::ArrayRef<llvm::StringRef> targetKeys =
+        isZero3Target() ? kZero3Keys : kZero12Keys;
+    for (const auto &[key, value] : *entries)
+      if (!llvm::is_contained(sourceKeys, key))
+        return refuseRetarget(states.getPath() + "['" + key +
+                              "']: not a key this converter knows how to "
+                              "carry into ZeRO-" +
+                              std::to_string(stage));
+    // What only DeepSpeedZeroOptimizer's form holds, from the config and
+    // the file.
+    if (!isZero3Target()) {
+      values["clip_grad"] = b.number(getGradientClipping(root));
+      if (std::optional<PickleCursor> version = root.find("ds_version"))
+        values["ds_version"] =
+            b.copy(root.getDocument(), version->getRef(), replaced);
+    }
+    for (llvm::StringRef key : targetKeys) {
+      std::optional<PickleCursor> old = states.find(key);
+      if (!values.count(key) && !old)
+        return refuseRetarget(states.getPath() + ": no '" + key + "'");
+      items.push_back({b.string(key), values.count(key)
+                                          ? values[key]
+                                          : b.copy(root.getDocument(),
+                                                   old->getRef(), replaced)});
+    }
+  }
+  return items;
+}
+
 Expected<Retargeter::TargetFile>
 Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
   // The source's file of DP rank 0 and this TP rank is the template.
@@ -158,50 +214,13 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
     values["partition_count"] = b.list(counts);
     values["param_slice_mappings"] = b.list(mappings);
   }
-  Expected<std::vector<std::pair<std::string, PickleCursor>>> entries =
-      states->getStringItems();
-  if (!entries)
-    return inSource(entries.takeError());
-  std::vector<std::pair<PickleRef, PickleRef>> items;
-  if (isZero3Source() == isZero3Target()) {
-    // The same form: the source's keys in order, some with new values.
-    for (const auto &[key, value] : *entries)
-      items.push_back(
-          {b.string(key), values.count(key)
-                              ? values[key]
-                              : b.copy(from, value.getRef(), replaced)});
-  } else {
-    // The other form, in its order: what both forms hold is carried over,
-    // what only the target's holds is derived.
-    llvm::ArrayRef<llvm::StringRef> sourceKeys =
-        isZero3Source() ? kZero3Keys : kZero12Keys;
-    llvm::ArrayRef<llvm::StringRef> targetKeys =
-        isZero3Target() ? kZero3Keys : kZero12Keys;
-    for (const auto &[key, value] : *entries)
-      if (!llvm::is_contained(sourceKeys, key))
-        return refuseRetarget(states->getPath() + "['" + key +
-                              "']: not a key this converter knows how to "
-                              "carry into ZeRO-" +
-                              std::to_string(stage));
-    // What only DeepSpeedZeroOptimizer's form holds, from the config and
-    // the file.
-    if (!isZero3Target()) {
-      values["clip_grad"] = b.number(getGradientClipping(root));
-      if (std::optional<PickleCursor> version = root.find("ds_version"))
-        values["ds_version"] = b.copy(from, version->getRef(), replaced);
-    }
-    for (llvm::StringRef key : targetKeys) {
-      std::optional<PickleCursor> old = states->find(key);
-      if (!values.count(key) && !old)
-        return refuseRetarget(states->getPath() + ": no '" + key + "'");
-      items.push_back(
-          {b.string(key), values.count(key)
-                              ? values[key]
-                              : b.copy(from, old->getRef(), replaced)});
-    }
-  }
+  Expected<std::vector<std::pair<PickleRef, PickleRef>>> items =
+      buildOptimizerDictItems(source.getPath(), root, *states, values, b,
+                              replaced);
+  if (!items)
+    return items.takeError();
   replaced[states->getRef()] =
-      b.dict(items, states->get().module == "collections");
+      b.dict(*items, states->get().module == "collections");
   replacePath(root, kStagePath, b.integer(stage), replaced);
   if (epSize)
     replacePath(root, kAutoEpSizePath, b.integer(epSize), replaced);

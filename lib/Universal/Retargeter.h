@@ -185,6 +185,11 @@ private:
 
   // Optimizer states (RetargetOptimizerStates.cpp).
   llvm::Expected<TargetFile> buildOptimizerStates(int64_t d, int64_t t) const;
+  llvm::Expected<std::vector<std::pair<PickleRef, PickleRef>>>
+  buildOptimizerDictItems(llvm::StringRef sourcePath, const PickleCursor &root,
+                          const PickleCursor &states,
+                          llvm::StringMap<PickleRef> &values, PickleBuilder &b,
+                          llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
   PickleRef buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
                                int64_t t) const;
   llvm::Error writeOptimizerStates(int64_t d, int64_t t,
