@@ -30,7 +30,23 @@ def UCPVerifyPass : Pass<"ucp-verify"> {
     locations, scale) when this pass runs. The result is the
     `MapVerification` analysis of each param, which this pass preserves and
     `--ucp-compose` and `--ucp-lower-copies` require: run first, it is
-    computed once for all three.
+    computed once for all three. Example (rank 1 holds one of its two rows):
+
+    ```mlir
+    ucp.param @w shape [4, 2] world 2 {
+      ucp.shard rank 0 shape [2, 2] {
+        ucp.piece [2, 2] src 0 [2, 1] dst 0 [2, 1] on [0]
+      }
+      ucp.shard rank 1 shape [2, 2] {
+        ucp.piece [1, 2] src 4 [2, 1] dst 0 [2, 1] on [1]
+      }
+    }
+    // fails with
+    // error: parameter 'w': 2 elements of F are held by no piece (P1);
+    //   the first is [3, 0]
+    // error: parameter 'w': rank 1: 2 elements of the shard are written by
+    //   no piece; the first is [1, 0]
+    ```
   }];
 }
 
@@ -99,7 +115,42 @@ def UCPComposePass : Pass<"ucp-compose"> {
     A padded vocabulary (`vocab N` on either side) is composed over its real
     rows only: source padding is never read, target padding becomes
     `ucp.fill`. A scale on either side becomes the copy's factor
-    s_target / s_source.
+    s_target / s_source. Example (rows split two ways into columns split
+    two ways):
+
+    ```mlir
+    // the source map, in the module the pass runs on
+    ucp.param @w shape [4, 2] world 2 {
+      ucp.shard rank 0 shape [2, 2] {
+        ucp.piece [2, 2] src 0 [2, 1] dst 0 [2, 1] on [0]
+      }
+      ucp.shard rank 1 shape [2, 2] {
+        ucp.piece [2, 2] src 4 [2, 1] dst 0 [2, 1] on [1]
+      }
+    }
+    // the target map, in the file `target` names
+    ucp.param @w shape [4, 2] world 2 {
+      ucp.shard rank 0 shape [4, 1] {
+        ucp.piece [4, 1] src 0 [2, 1] dst 0 [1, 1] on [0]
+      }
+      ucp.shard rank 1 shape [4, 1] {
+        ucp.piece [4, 1] src 1 [2, 1] dst 0 [1, 1] on [1]
+      }
+    }
+    // the source map becomes
+    ucp.plan @w source_world 2 target_world 2 {
+      ucp.source_shard rank 0 shape [2, 2]
+      ucp.source_shard rank 1 shape [2, 2]
+      ucp.target_shard rank 0 shape [4, 1] {
+        ucp.copy [2] from 0 at 0 [2] to 0 [1]
+        ucp.copy [2] from 1 at 0 [2] to 2 [1]
+      }
+      ucp.target_shard rank 1 shape [4, 1] {
+        ucp.copy [2] from 0 at 1 [2] to 0 [1]
+        ucp.copy [2] from 1 at 1 [2] to 2 [1]
+      }
+    }
+    ```
   }];
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"\"",
