@@ -130,15 +130,15 @@ llvm::Error MpiGroup::waitAll(llvm::MutableArrayRef<MPI_Request> requests,
 llvm::Error MpiGroup::agree(llvm::Error local) {
   if (broken)
     return local;
-  std::string message = local ? llvm::toString(std::move(local)) : "";
+  bool failed = static_cast<bool>(local);
+  std::string message = failed ? llvm::toString(std::move(local)) : "";
   // The lowest failing process speaks for all.
-  int mine = message.empty() ? INT_MAX : process, first = INT_MAX;
+  int mine = failed ? process : INT_MAX, first = INT_MAX;
   MPI_Request request;
   MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &request);
   if (llvm::Error error = waitAll(request, "agreeing on a step's outcome"))
-    return message.empty()
-               ? std::move(error)
-               : llvm::joinErrors(refuse(message), std::move(error));
+    return failed ? llvm::joinErrors(refuse(message), std::move(error))
+                  : std::move(error);
   if (first == INT_MAX)
     return llvm::Error::success();
   // Long enough for any diagnostic, bounded for the broadcast.

@@ -33,7 +33,8 @@ struct MpiOptions {
             cl::value_desc("p0,p1,..."), cl::sub(command), cl::cat(category)),
         timeout("mpi-timeout",
                 cl::desc("with --mpi: fail when another process is silent "
-                         "this long"),
+                         "this long (longer than any one step takes: a "
+                         "batch, or writing a process's outputs to disk)"),
                 cl::value_desc("seconds"), cl::init(300), cl::sub(command),
                 cl::cat(category)),
         batchMegabytes(
@@ -75,8 +76,7 @@ llvm::Error MpiRun::checkOptions() {
   MpiOptions *flags = getOptions().get();
   if (!flags || flags->mpi)
     return llvm::Error::success();
-  for (cl::Option *option :
-       std::initializer_list<cl::Option *>{
+  for (cl::Option *option : std::initializer_list<cl::Option *>{
            &flags->sourceProcesses, &flags->targetProcesses, &flags->timeout,
            &flags->batchMegabytes, &flags->fault})
     if (option->getNumOccurrences())
