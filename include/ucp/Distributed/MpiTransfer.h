@@ -99,8 +99,8 @@ private:
   llvm::Error waitAll(llvm::MutableArrayRef<MPI_Request> requests,
                       llvm::StringRef what);
   void injectFault();
-  /// A buffer of at least `bytes` for the packed part of the stream to
-  /// (from) `peer`, kept between batches.
+  /// A buffer of at least `bytes` for what is packed or staged for (from)
+  /// `peer`, kept between batches.
   char *getMessageBuffer(int peer, bool send, int64_t bytes);
 
   struct MessageBuffer {
