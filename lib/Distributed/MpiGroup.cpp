@@ -72,8 +72,12 @@ MpiGroup::create(MPI_Comm comm, ProcessOwnership ownership,
                       " rank " + llvm::Twine(rank) + " is given to process " +
                       llvm::Twine(holder) + ", but the communicator has " +
                       llvm::Twine(size) + " processes");
-  if (options.timeoutSeconds <= 0)
-    return refuse("the timeout must be positive");
+  // NaN fails the comparison; beyond kMaxTimeoutSeconds the deadline would
+  // overflow the clock.
+  if (!(options.timeoutSeconds > 0 &&
+        options.timeoutSeconds <= kMaxTimeoutSeconds))
+    return refuse("the timeout must be a positive number of seconds up to " +
+                  llvm::Twine(kMaxTimeoutSeconds));
   if (options.batchBytes <= 0)
     return refuse("the batch size must be positive");
   MPI_Comm own;

@@ -135,7 +135,13 @@ llvm::Error MpiRun::start(int64_t sourceWorld, int64_t targetWorld,
   }
   MpiGroupOptions groupOptions;
   groupOptions.timeoutSeconds = flags.timeout;
-  groupOptions.batchBytes = static_cast<int64_t>(flags.batchMegabytes * 1e6);
+  // Checked as a number before it becomes bytes: NaN fails the comparison,
+  // and a petabyte bounds the conversion.
+  if (!(flags.batchMegabytes > 0 && flags.batchMegabytes <= 1e9))
+    return refuse("--mpi-batch-mb: expected a positive number of megabytes "
+                  "up to 1e9");
+  groupOptions.batchBytes =
+      std::max<int64_t>(1, static_cast<int64_t>(flags.batchMegabytes * 1e6));
   llvm::Expected<InjectedFault> fault = parseFault(flags.fault);
   if (!fault)
     return fault.takeError();

@@ -55,6 +55,9 @@ struct InjectedFault {
   int64_t batch = 0;
 };
 
+/// The longest wait MpiGroupOptions::timeoutSeconds may name (a year).
+constexpr int64_t kMaxTimeoutSeconds = int64_t(365) * 24 * 3600;
+
 struct MpiGroupOptions {
   /// How long any wait for another process may last, in seconds.
   double timeoutSeconds = 300;
