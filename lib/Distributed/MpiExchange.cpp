@@ -22,11 +22,7 @@
 
 #include "MpiExchange.h"
 
-#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/MathExtras.h"
-
-#include <chrono>
-#include <thread>
 
 using namespace ucp;
 
@@ -278,40 +274,13 @@ llvm::Error MpiExchange::receiveAndUnpack() {
   for (const Arrival &arrival : arrivals)
     if (arrival.missing == 0)
       unpack(arrival); // Nothing to wait for.
-  using Clock = std::chrono::steady_clock;
-  auto deadline =
-      Clock::now() +
-      std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(group.options.timeoutSeconds));
-  std::vector<int> done(receiveRequests.size());
-  for (unsigned polls = 0; !receiveRequests.empty();) {
-    int count = 0;
-    MPI_Testsome(static_cast<int>(receiveRequests.size()),
-                 receiveRequests.data(), &count, done.data(),
-                 MPI_STATUSES_IGNORE);
-    if (count == MPI_UNDEFINED)
-      break;
-    for (int i = 0; i < count; ++i) {
-      Arrival &arrival = arrivals[arrivalOf[done[i]]];
-      if (--arrival.missing == 0)
-        unpack(arrival);
-    }
-    if (count) {
-      polls = 0;
-      continue;
-    }
-    if (Clock::now() > deadline) {
-      group.broken = true;
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "no message from a peer within " +
-              llvm::formatv("{0}", group.options.timeoutSeconds).str() +
-              " s (a process died or hangs); giving up");
-    }
-    if (++polls > 256)
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-  return llvm::Error::success();
+  return group.waitSome(receiveRequests,
+                        "receiving shards from other processes",
+                        [&](int request) {
+                          Arrival &arrival = arrivals[arrivalOf[request]];
+                          if (--arrival.missing == 0)
+                            unpack(arrival);
+                        });
 }
 
 llvm::Error MpiExchange::run() {

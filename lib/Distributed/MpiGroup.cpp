@@ -106,18 +106,26 @@ bool MpiGroup::holdsTarget(int64_t rank) const {
          ownership.targetProcesses[rank] == process;
 }
 
-llvm::Error MpiGroup::waitAll(llvm::MutableArrayRef<MPI_Request> requests,
-                              llvm::StringRef what) {
+llvm::Error MpiGroup::waitSome(llvm::MutableArrayRef<MPI_Request> requests,
+                               llvm::StringRef what,
+                               llvm::function_ref<void(int)> completed) {
   using Clock = std::chrono::steady_clock;
   auto deadline =
       Clock::now() + std::chrono::duration_cast<Clock::duration>(
                          std::chrono::duration<double>(options.timeoutSeconds));
-  for (unsigned polls = 0;; ++polls) {
-    int done = 0;
-    MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
-                MPI_STATUSES_IGNORE);
-    if (done)
+  std::vector<int> done(requests.size());
+  for (unsigned polls = 0;;) {
+    int count = 0;
+    MPI_Testsome(static_cast<int>(requests.size()), requests.data(), &count,
+                 done.data(), MPI_STATUSES_IGNORE);
+    if (count == MPI_UNDEFINED) // None left.
       return llvm::Error::success();
+    for (int i = 0; i < count; ++i)
+      completed(done[i]);
+    if (count) {
+      polls = 0;
+      continue;
+    }
     if (Clock::now() > deadline) {
       broken = true;
       return refuse("no answer within " +
@@ -126,9 +134,14 @@ llvm::Error MpiGroup::waitAll(llvm::MutableArrayRef<MPI_Request> requests,
     }
     // Spin briefly for latency, then yield the core: processes often
     // outnumber cores.
-    if (polls > 256)
+    if (++polls > 256)
       std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+}
+
+llvm::Error MpiGroup::waitAll(llvm::MutableArrayRef<MPI_Request> requests,
+                              llvm::StringRef what) {
+  return waitSome(requests, what, [](int) {});
 }
 
 llvm::Error MpiGroup::agree(llvm::Error local) {

@@ -18,6 +18,7 @@
 
 #include "ucp/Run/Transfer.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
 
 #include <mpi.h>
@@ -101,6 +102,11 @@ private:
   /// names `what` (and marking the group broken) when it passes.
   llvm::Error waitAll(llvm::MutableArrayRef<MPI_Request> requests,
                       llvm::StringRef what);
+  /// As waitAll, calling `completed` with the index of each request as it
+  /// completes.
+  llvm::Error waitSome(llvm::MutableArrayRef<MPI_Request> requests,
+                       llvm::StringRef what,
+                       llvm::function_ref<void(int)> completed);
   void injectFault();
   /// A buffer of at least `bytes` for what is packed or staged for (from)
   /// `peer`, kept between batches.
