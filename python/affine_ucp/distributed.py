@@ -52,15 +52,20 @@ def reshard_mpi(comm, source_maps, target_maps,
     plans = _core.compose(list(source_maps), list(target_maps), policy, 8,
                           sources, targets)
     process = comm.Get_rank()
+    inputs_of = {plan.name: {rank: _Buffer(array, False) for rank, array in
+                             shards.get(plan.name, {}).items()}
+                 for plan in plans}
+    # Every process learns every parameter's dtype, in one collective: a
+    # process holding no source shard still allocates its targets.
+    mine_types = {name: sorted({b.dtype for b in inputs.values()})
+                  for name, inputs in inputs_of.items()}
+    gathered = comm.allgather(mine_types)
     items, outputs, keep = [], {}, []
     for plan in plans:
         program = _core.lower(plan, power)
-        held = dict(shards.get(plan.name, {}))
-        inputs = {rank: _Buffer(array, False) for rank, array in held.items()}
-        dtypes = {buffer.dtype for buffer in inputs.values()}
-        # A process holding no source shard still allocates its targets.
-        dtype = comm.allgather(sorted(dtypes))
-        known = sorted({d for found in dtype for d in found})
+        held = shards.get(plan.name, {})
+        inputs = inputs_of[plan.name]
+        known = sorted({d for types in gathered for d in types[plan.name]})
         if len(known) != 1:
             raise ValueError(f"parameter '{plan.name}': source shards of "
                              f"dtypes {known or 'none'} across the processes")
