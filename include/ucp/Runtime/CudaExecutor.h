@@ -1,9 +1,11 @@
 //===- CudaExecutor.h - Running copy programs on an NVIDIA GPU --*- C++ -*-===//
 //
 // Compiles the CUDA source emitted for copy programs with NVRTC at run time
-// and launches it through the CUDA driver API. Both libraries are loaded
-// when first needed (dlopen), so the tools build and run on machines
-// without CUDA and say clearly what is missing when asked for a GPU.
+// and launches it through the CUDA driver API on a CudaDevice. Both
+// libraries are loaded when first needed (dlopen), so the tools build and
+// run on machines without CUDA and say clearly what is missing when asked
+// for a GPU. Programs run either on host buffers (uploaded, run, copied
+// back) or on buffers already on the GPU, queued on its default stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,6 +14,7 @@
 
 #include "ucp/Runtime/CopyProgramToCuda.h"
 #include "ucp/Runtime/CpuExecutor.h"
+#include "ucp/Runtime/CudaDevice.h"
 
 #include "llvm/Support/Error.h"
 
@@ -52,20 +55,41 @@ struct CudaTiming {
   double memcpySeconds = 0;
 };
 
+/// A program's kernel launch on buffers already on the GPU, its buffer
+/// table uploaded: CudaExecutor::enqueue queues it without waiting.
+struct DeviceLaunch {
+  size_t index = 0;
+  /// The table's address; 0 where the program writes nothing.
+  DeviceAddress table = 0;
+};
+
 /// A GPU ready to run copy programs of one element type.
 class CudaExecutor {
 public:
-  /// Loads the driver, picks device 0 and compiles `programs`' kernels for
-  /// it (decoding units as `unitIndex` says). Fails with a clear message when
-  /// there is no driver or no device.
+  /// Compiles `programs`' kernels (decoding units as `unitIndex` says) for
+  /// `device`, or GPU 0 when null. Fails with a clear message when there
+  /// is no driver or no device.
   static llvm::Expected<std::unique_ptr<CudaExecutor>>
   create(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
-         DType type, CudaUnitIndex unitIndex = CudaUnitIndex::Narrowest);
+         DType type, CudaUnitIndex unitIndex = CudaUnitIndex::Narrowest,
+         std::shared_ptr<CudaDevice> device = nullptr);
   ~CudaExecutor();
 
   /// What the kernels were compiled for: "sm_90" (machine code) or
   /// "compute_86" (PTX the driver compiled).
   const std::string &getArchitecture() const;
+  const std::shared_ptr<CudaDevice> &getDevice() const;
+
+  /// Uploads the buffer table of program `index` on `buffers` (GPU
+  /// memory, every buffer its kernel reads or writes, each aligned to
+  /// kDeviceBufferAlignment) into `memory`. Uploading waits for the GPU,
+  /// so prepare every launch of a task before queuing any of it.
+  llvm::Expected<DeviceLaunch> prepare(size_t index,
+                                       const DeviceProgramBuffers &buffers,
+                                       CudaMemory &memory) const;
+  /// Queues `launch` on the GPU's default stream, after what is queued
+  /// there already; CudaDevice::isIdle tells when it has run.
+  llvm::Error enqueue(const DeviceLaunch &launch) const;
 
   /// Runs program `index` on host `buffers` of `elements` elements each:
   /// sources are copied to the device, kernels launched, targets copied
@@ -82,23 +106,20 @@ public:
   struct State;
 
 private:
-  struct DeviceBuffers;
+  struct StagedRun;
   explicit CudaExecutor(std::unique_ptr<State> state);
   /// Fails with `what` and the driver's message unless `result` is 0.
   llvm::Error check(int result, const char *what) const;
   /// The launch of program `index`; null when it writes nothing.
   const CudaLaunch *findLaunch(size_t index) const;
   /// Copies the sources of `buffers` to the device, allocates the targets
-  /// and uploads the buffer table of program `index`'s kernel.
+  /// and prepares the launch of program `index`'s kernel.
   llvm::Error upload(size_t index, const CopyProgram &program,
-                     const ProgramBuffers &buffers,
-                     DeviceBuffers &device) const;
-  /// Launches program `index`'s kernel (asynchronously).
-  llvm::Error launch(size_t index, const DeviceBuffers &device) const;
+                     const ProgramBuffers &buffers, StagedRun &staged) const;
   /// Copies the targets back into `buffers`.
   llvm::Error download(const CopyProgram &program,
                        const ProgramBuffers &buffers,
-                       const DeviceBuffers &device) const;
+                       const StagedRun &staged) const;
   std::unique_ptr<State> state;
 };
 
