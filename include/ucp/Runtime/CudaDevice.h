@@ -20,8 +20,10 @@
 
 namespace ucp {
 
-/// An address in a GPU's memory (a CUdeviceptr).
-using DeviceAddress = uint64_t;
+/// An address in a GPU's memory: CUDA's CUdeviceptr, whose type is
+/// unsigned long long exactly (the driver's entry points are called through
+/// pointers of that type; another 64-bit type is a different function type).
+using DeviceAddress = unsigned long long;
 
 /// Buffers of a copy program in GPU memory, by rank: sources are read,
 /// targets written. Each starts 32-byte aligned, as allocations do: the
