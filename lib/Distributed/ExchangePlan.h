@@ -1,0 +1,107 @@
+//===- ExchangePlan.h - What one batch moves between processes --*- C++ -*-===//
+//
+// The plan of one batch of copies across processes, shared by the
+// transports (MPI on host buffers, NCCL on GPU buffers): which copies this
+// process sends to and receives from each peer, in which messages, and
+// where they sit in the message buffers. Every process derives it from the
+// same programs and ownership, so both sides of a pair agree on every
+// message without asking (ExchangePlan.cpp says how copies are routed).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_LIB_DISTRIBUTED_EXCHANGEPLAN_H
+#define UCP_LIB_DISTRIBUTED_EXCHANGEPLAN_H
+
+#include "ucp/Distributed/MpiTransfer.h"
+
+#include <optional>
+
+namespace ucp {
+
+/// One parameter's program and element type, as the plan sees it.
+struct ExchangeItem {
+  const CopyProgram *program = nullptr;
+  DType type = DType::F32;
+};
+
+/// Copies of one parameter that this process packs (or unpacks) between
+/// its buffers and a contiguous stretch of the message buffer of a peer.
+struct MessageRegion {
+  size_t item = 0;
+  std::vector<std::pair<const BufferPairCopies *, const StridedCopy *>> copies;
+  int64_t elements = 0;
+  /// Where the stretch starts in the message buffer (64-byte aligned).
+  int64_t byteOffset = 0;
+  /// Whether this side applies the copies' factors (the other copies
+  /// elements unscaled, or not at all).
+  bool scaleHere = false;
+};
+
+/// A contiguous view of one of this process's buffers of a parameter.
+struct BufferSpan {
+  size_t item = 0;
+  /// A source buffer when sending, a target buffer when receiving.
+  int64_t buffer = 0;
+  int64_t byteOffset = 0;
+};
+
+/// A message of its own: one long copy, contiguous on at least one side.
+/// That side sends from (or receives into) its buffer directly; the other
+/// stages it in the message buffer.
+struct SeparateCopy {
+  /// The staged copy (no copies when this side is direct).
+  MessageRegion staged;
+  std::optional<BufferSpan> direct;
+  int64_t bytes = 0;
+};
+
+/// What one batch moves between this process and one peer: the packed
+/// part (copies too short or too strided to travel alone), then the
+/// separate copies, each a message, in the same order on both sides.
+struct PeerMessage {
+  int peer = 0;
+  std::vector<MessageRegion> packed;
+  int64_t packedBytes = 0;
+  std::vector<SeparateCopy> separate;
+  /// Bytes of the message buffer: the packed part, then the staged copies.
+  int64_t bufferBytes = 0;
+};
+
+/// Fails unless `ownership` names a process for every rank `program`
+/// copies between or fills.
+llvm::Error checkRanksOwned(const CopyProgram &program,
+                            const ProcessOwnership &ownership);
+
+/// The messages of one batch, from this process's side.
+class ExchangePlan {
+public:
+  ExchangePlan(llvm::ArrayRef<ExchangeItem> items,
+               const ProcessOwnership &ownership, int process);
+
+  /// By peer: what this process sends, and what it receives.
+  std::map<int, PeerMessage> sends, receives;
+
+  /// The program that packs `region` into the message buffer (`pack`) or
+  /// unpacks it from there. The message side is buffer 0, holding the
+  /// region from its start; the other side's buffers are the parameter's.
+  CopyProgram getRegionProgram(const MessageRegion &region, bool pack) const;
+  /// The copies and fills of parameter `item` that stay in this process.
+  CopyProgram getLocalProgram(size_t item) const;
+  /// Bytes this process sends in the batch.
+  int64_t getBytesSent() const;
+
+private:
+  void planCopy(size_t item, const BufferPairCopies &pair,
+                const StridedCopy &copy, bool sending, PeerMessage &message,
+                MessageRegion &packed);
+  void planParameter(size_t item);
+  void placeStagedCopies();
+
+  llvm::ArrayRef<ExchangeItem> items;
+  const ProcessOwnership &ownership;
+  int process;
+};
+
+} // namespace ucp
+
+#endif // UCP_LIB_DISTRIBUTED_EXCHANGEPLAN_H
