@@ -160,14 +160,13 @@ llvm::Error MpiGroup::agree(llvm::Error local) {
     return llvm::Error::success();
   // Long enough for any diagnostic, bounded for the broadcast.
   int length = static_cast<int>(std::min<size_t>(message.size(), 1 << 16));
-  MPI_Ibcast(&length, 1, MPI_INT, first, comm, &request);
-  if (llvm::Error error = waitAll(request, "hearing why a process failed"))
+  if (llvm::Error error = broadcast(
+          {reinterpret_cast<char *>(&length), sizeof length}, first))
     return error;
   std::string text(length, '\0');
   if (process == first)
     text = message.substr(0, length);
-  MPI_Ibcast(text.data(), length, MPI_CHAR, first, comm, &request);
-  if (llvm::Error error = waitAll(request, "hearing why a process failed"))
+  if (llvm::Error error = broadcast({text.data(), text.size()}, first))
     return error;
   if (process == first)
     return refuse(message);
@@ -183,6 +182,15 @@ llvm::Error MpiGroup::reduce(std::vector<int64_t> &values,
                  MPI_INT64_T, reduction == Reduction::Max ? MPI_MAX : MPI_SUM,
                  comm, &request);
   return waitAll(request, "combining the processes' counts");
+}
+
+llvm::Error MpiGroup::broadcast(llvm::MutableArrayRef<char> bytes, int root) {
+  if (broken)
+    return refuse("the process group is broken");
+  MPI_Request request;
+  MPI_Ibcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, root,
+             comm, &request);
+  return waitAll(request, "hearing from process " + std::to_string(root));
 }
 
 void MpiGroup::injectFault() {

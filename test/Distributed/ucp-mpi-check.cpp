@@ -1,12 +1,13 @@
 //===- ucp-mpi-check.cpp - Transfers across processes, checked bit-exactly
 //-===//
 //
-//   mpirun -np P ucp-mpi-check [seed] [plans per type]
+//   mpirun -np P ucp-mpi-check [seed] [plans per type] [mpi|nccl] [timeout]
 //
 // Every process draws the same random plans (every element type, with the
 // fixed plans of the executor tests), the same process for each rank and
 // the same source data; each runs the plans across the processes in
-// batches of up to four, holding only its own ranks' buffers, and compares
+// batches of up to four, holding only its own ranks' buffers (in host
+// memory for MPI, in its GPU's for NCCL), and compares
 // every target it holds byte for byte with the CPU executor running the
 // whole program alone. Process 0 prints the totals; a mismatch names the
 // plan, rank and byte, and fails every process.
@@ -15,6 +16,7 @@
 
 #include "RandomPlans.h"
 #include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Distributed/NcclTransfer.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Runtime/CopyProgram.h"
@@ -99,6 +101,87 @@ std::vector<TransferPlan> makeLongCopyPlans(DType type) {
   return plans;
 }
 
+[[noreturn]] void fail(int process, llvm::Error error) {
+  std::fprintf(stderr, "process %d: %s\n", process,
+               llvm::toString(std::move(error)).c_str());
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();
+}
+
+/// Runs `batch` across the processes over MPI, on host buffers.
+int64_t runOverMpi(std::vector<CheckedProgram> &batch,
+                   const ProcessOwnership &ownership,
+                   const MpiGroupOptions &options, int process) {
+  auto group =
+      llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, ownership, options));
+  std::vector<ProgramRun> runs;
+  for (CheckedProgram &checked : batch) {
+    ProgramRun run{&checked.program, {}, checked.type};
+    for (auto &[rank, data] : checked.sources)
+      if (group->holdsSource(rank))
+        run.buffers.sources[rank] = data.data();
+    for (auto &[rank, data] : checked.targets)
+      if (group->holdsTarget(rank))
+        run.buffers.targets[rank] = data.data();
+    runs.push_back(std::move(run));
+  }
+  if (llvm::Error error = group->execute(runs, 2))
+    fail(process, std::move(error));
+  return group->getBytesSent();
+}
+
+/// Copies `data` into fresh GPU memory of `memory`.
+DeviceAddress upload(CudaMemory &memory, const std::vector<char> &data,
+                     int process) {
+  DeviceAddress address = 0;
+  llvm::Error error = [&]() -> llvm::Error {
+    llvm::Expected<DeviceAddress> allocated = memory.allocate(data.size());
+    if (!allocated)
+      return allocated.takeError();
+    address = *allocated;
+    return memory.getDevice()->copyToDevice(address, data.data(), data.size());
+  }();
+  if (error)
+    fail(process, std::move(error));
+  return address;
+}
+
+/// Runs `batch` across the processes over NCCL, on GPU buffers, and copies
+/// the targets back.
+int64_t runOverNccl(std::vector<CheckedProgram> &batch,
+                    const ProcessOwnership &ownership,
+                    const MpiGroupOptions &options, int process) {
+  NcclGroupOptions ncclOptions;
+  ncclOptions.control = options;
+  llvm::Expected<std::unique_ptr<NcclGroup>> created =
+      NcclGroup::create(MPI_COMM_WORLD, ownership, ncclOptions);
+  if (!created)
+    fail(process, created.takeError());
+  NcclGroup &group = **created;
+  CudaMemory memory(group.getDevice());
+  std::vector<DeviceProgramRun> runs;
+  for (CheckedProgram &checked : batch) {
+    DeviceProgramRun run{&checked.program, {}, checked.type};
+    for (auto &[rank, data] : checked.sources)
+      if (group.getControl().holdsSource(rank))
+        run.buffers.sources[rank] = upload(memory, data, process);
+    for (auto &[rank, data] : checked.targets)
+      if (group.getControl().holdsTarget(rank))
+        run.buffers.targets[rank] = upload(memory, data, process);
+    runs.push_back(std::move(run));
+  }
+  if (llvm::Error error = group.execute(runs))
+    fail(process, std::move(error));
+  for (auto [checked, run] : llvm::zip(batch, runs))
+    for (auto &[rank, address] : run.buffers.targets) {
+      std::vector<char> &data = checked.targets[rank];
+      if (llvm::Error error = group.getDevice()->copyToHost(
+              data.data(), address, data.size()))
+        fail(process, std::move(error));
+    }
+  return group.getBytesSent();
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -108,6 +191,12 @@ int main(int argc, char **argv) {
   MPI_Comm_size(MPI_COMM_WORLD, &processes);
   uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1;
   int perType = argc > 2 ? std::atoi(argv[2]) : 20;
+  llvm::StringRef transport = argc > 3 ? argv[3] : "mpi";
+  if (transport != "mpi" && transport != "nccl")
+    fail(process, llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                          "the transport is mpi or nccl"));
+  bool overNccl = transport == "nccl";
+  double timeoutSeconds = argc > 4 ? std::atof(argv[4]) : 60;
   std::mt19937_64 rng(seed);
   int64_t programs = 0, bytesCompared = 0, bytesSent = 0;
   for (DType type : kAllDTypes) {
@@ -128,29 +217,15 @@ int main(int argc, char **argv) {
       ProcessOwnership ownership{drawProcesses(rng, sourceWorld, processes),
                                  drawProcesses(rng, targetWorld, processes)};
       MpiGroupOptions options;
-      options.timeoutSeconds = 60;
-      auto group =
-          llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, ownership, options));
-      std::vector<ProgramRun> runs;
-      for (CheckedProgram &checked : batch) {
-        ProgramRun run{&checked.program, {}, type};
-        for (auto &[rank, data] : checked.sources)
-          if (group->holdsSource(rank))
-            run.buffers.sources[rank] = data.data();
-        for (auto &[rank, data] : checked.targets)
-          if (group->holdsTarget(rank))
-            run.buffers.targets[rank] = data.data();
-        runs.push_back(std::move(run));
-      }
-      if (llvm::Error error = group->execute(runs, 2)) {
-        std::fprintf(stderr, "process %d: %s\n", process,
-                     llvm::toString(std::move(error)).c_str());
-        MPI_Abort(MPI_COMM_WORLD, 1);
-      }
-      bytesSent += group->getBytesSent();
+      options.timeoutSeconds = timeoutSeconds;
+      bytesSent += (overNccl ? runOverNccl : runOverMpi)(batch, ownership,
+                                                       options, process);
+      auto holdsTarget = [&](int64_t rank) {
+        return ownership.targetProcesses[rank] == process;
+      };
       for (CheckedProgram &checked : batch)
         for (auto &[rank, data] : checked.targets) {
-          if (!group->holdsTarget(rank))
+          if (!holdsTarget(rank))
             continue;
           const std::vector<char> &want = checked.expected[rank];
           for (size_t byte = 0; byte < data.size(); ++byte)
@@ -172,9 +247,10 @@ int main(int argc, char **argv) {
   int64_t totals[2] = {bytesCompared, bytesSent};
   MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (process == 0)
-    std::printf("%d processes: %lld programs, %lld target bytes bit-exact, "
+    std::printf("%s, %d processes: %lld programs, %lld target bytes bit-exact, "
                 "%lld bytes between processes\n",
-                processes, static_cast<long long>(programs),
+                overNccl ? "NCCL" : "MPI", processes,
+                static_cast<long long>(programs),
                 static_cast<long long>(totals[0]),
                 static_cast<long long>(totals[1]));
   MPI_Finalize();

@@ -31,6 +31,7 @@ enum : int {
   kInvalidValue = 1,
   kInvalidImage = 200,
   kNotFound = 500,
+  kNotReady = 600,
 };
 int fakeContext;
 } // namespace
@@ -135,7 +136,12 @@ int cuLaunchKernel(void *function, unsigned gridX, unsigned gridY,
 int cuCtxSynchronize() { return kSuccess; }
 
 // Launches and copies run when called, so the stream is always idle.
-int cuStreamQuery(void *) { return kSuccess; }
+// Launches run as they are queued, so the stream is idle; unless
+// UCP_FAKE_CUDA_BUSY is set: then it never is, as when queued work waits
+// for a peer that is gone.
+int cuStreamQuery(void *) {
+  return std::getenv("UCP_FAKE_CUDA_BUSY") ? kNotReady : kSuccess;
+}
 
 int cuEventCreate(void **event, unsigned) {
   *event = new Clock::time_point();

@@ -84,6 +84,9 @@ public:
   llvm::Error agree(llvm::Error local) override;
   llvm::Error reduce(std::vector<int64_t> &values,
                      Reduction reduction) override;
+  /// Collective: `bytes` of every process become process `root`'s, within
+  /// the timeout.
+  llvm::Error broadcast(llvm::MutableArrayRef<char> bytes, int root);
   /// Runs every program of `batch` on the buffers each process holds: the
   /// library entry point for callers with their own buffers.
   llvm::Error execute(llvm::ArrayRef<ProgramRun> batch,
