@@ -69,6 +69,8 @@ struct Case {
   const char *name;
   int64_t from, to;
   bool rowsOnly;
+  /// Whether processes read each other's memory (MpiGroupOptions).
+  bool singleCopy = true;
 };
 
 /// Runs one case and prints its row on process 0.
@@ -78,7 +80,10 @@ void runCase(const Case &c, int count, int64_t rows, int process,
       llvm::cantFail(planTransfers(makeModel(count, rows, c.from, c.rowsOnly),
                                    makeModel(count, rows, c.to, c.rowsOnly)));
   ProcessOwnership owners = getRoundRobinOwnership(c.from, c.to, processes);
-  auto group = llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, owners, {}));
+  MpiGroupOptions options;
+  options.singleCopy = c.singleCopy;
+  auto group =
+      llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, owners, options));
   // Every buffer of every rank is allocated on each process (its own ranks'
   // hold data): process 0 also runs the whole reshard alone.
   std::vector<std::vector<float>> storage;
@@ -195,6 +200,8 @@ int main(int argc, char **argv) {
                 "one process / ucp MPI |\n|---|---|---|---|---|---|---|---|\n");
   }
   for (Case c : {Case{"4 -> 2", 4, 2, false}, Case{"2 -> 4", 2, 4, false},
+                 Case{"4 -> 2, every copy sent", 4, 2, false, false},
+                 Case{"2 -> 4, every copy sent", 2, 4, false, false},
                  Case{"4 -> 2, row splits only", 4, 2, true},
                  Case{"2 -> 4, row splits only", 2, 4, true}})
     runCase(c, 8, rows, process, processes);

@@ -9,10 +9,18 @@
 // Every other copy (short, or strided on both sides) is packed by the
 // sender and unpacked by the receiver. The side that copies first applies
 // the scale. Both sides see every copy's two views, so they route it alike.
+// Between two processes of one node that can reach each other's memory, a
+// long unscaled copy from a contiguous source into a strided target would
+// be received into a staging buffer and unpacked: it is a node copy
+// instead, read by the receiver from the sender's buffer straight into its
+// own in one pass (ProcessMemory.h). The other way round (a strided source)
+// stays a message: the sender packs while the receiver copies, and a node
+// copy made by the sender alone was measured slower (docs/Distributed.md).
 //
 //===----------------------------------------------------------------------===//
 
 #include "ExchangePlan.h"
+#include "ProcessMemory.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -21,6 +29,9 @@ using namespace ucp;
 /// A copy shorter than this is packed: a message of its own would cost
 /// more than copying it.
 static constexpr int64_t kMinSeparateBytes = int64_t(64) << 10;
+/// A node copy's runs in the target are at least this long: shorter ones
+/// cost the kernel more per byte than unpacking.
+static constexpr int64_t kMinNodeCopyRunBytes = 512;
 /// Where each stretch of a message buffer starts.
 static constexpr uint64_t kRegionAlignment = 64;
 
@@ -31,13 +42,7 @@ static int64_t getCopyElements(const StridedCopy &copy) {
 /// Whether `view` covers `shape` contiguously, in row-major order.
 static bool isContiguous(llvm::ArrayRef<int64_t> shape,
                          const StridedView &view) {
-  int64_t expected = 1;
-  for (size_t d = shape.size(); d-- > 0;) {
-    if (shape[d] != 1 && view.strides[d] != expected)
-      return false;
-    expected *= shape[d];
-  }
-  return true;
+  return getRunElements(shape, view) == getNumElements(shape).value_or(0);
 }
 
 namespace {
@@ -85,18 +90,35 @@ llvm::Error ucp::checkRanksOwned(const CopyProgram &program,
   return llvm::Error::success();
 }
 
+/// Whether `copy` is a node copy between processes that can make one.
+static bool isNodeCopy(const StridedCopy &copy, int64_t elementSize) {
+  if (copy.factor != 1.0 ||
+      getCopyElements(copy) * elementSize < kMinSeparateBytes ||
+      !isContiguous(copy.shape, copy.source) ||
+      isContiguous(copy.shape, copy.target))
+    return false;
+  return getRunElements(copy.shape, copy.target) * elementSize >=
+         kMinNodeCopyRunBytes;
+}
+
 ExchangePlan::ExchangePlan(llvm::ArrayRef<ExchangeItem> items,
-                           const ProcessOwnership &ownership, int process)
-    : items(items), ownership(ownership), process(process) {
+                           const ProcessOwnership &ownership, int process,
+                           const std::set<int> &nodePeers)
+    : items(items), ownership(ownership), process(process),
+      nodePeers(nodePeers) {
   for (size_t item = 0; item < items.size(); ++item)
     planParameter(item);
   placeStagedCopies();
 }
 
 void ExchangePlan::planCopy(size_t item, const BufferPairCopies &pair,
-                            const StridedCopy &copy, bool sending,
+                            const StridedCopy &copy, bool sending, int peer,
                             PeerMessage &message, MessageRegion &packed) {
   int64_t elementSize = getElementSize(items[item].type);
+  if (nodePeers.count(peer) && isNodeCopy(copy, elementSize)) {
+    message.nodeCopies.push_back({item, &pair, &copy});
+    return;
+  }
   Route route = getRoute(copy, elementSize);
   if (!route.separate) {
     packed.copies.push_back({&pair, &copy});
@@ -137,7 +159,7 @@ void ExchangePlan::planParameter(size_t item) {
     packed.scaleHere = sending;
     PeerMessage &message = (sending ? sends : receives)[peer];
     for (const StridedCopy &copy : pair.copies)
-      planCopy(item, pair, copy, sending, message, packed);
+      planCopy(item, pair, copy, sending, peer, message, packed);
   }
   int64_t elementSize = getElementSize(items[item].type);
   for (auto *side : {&out, &in})
@@ -216,6 +238,9 @@ int64_t ExchangePlan::getBytesSent() const {
     bytes += message.packedBytes;
     for (const SeparateCopy &separate : message.separate)
       bytes += separate.bytes;
+    for (const NodeCopy &copy : message.nodeCopies)
+      bytes += getCopyElements(*copy.copy) *
+               getElementSize(items[copy.item].type);
   }
   return bytes;
 }

@@ -15,6 +15,7 @@
 #include "ucp/Distributed/MpiTransfer.h"
 
 #include <optional>
+#include <set>
 
 namespace ucp {
 
@@ -55,9 +56,19 @@ struct SeparateCopy {
   int64_t bytes = 0;
 };
 
+/// A copy between two processes of one node that the receiver makes
+/// alone, reading the sender's memory into its own in one pass
+/// (ProcessMemory.h). No message carries its elements.
+struct NodeCopy {
+  size_t item = 0;
+  const BufferPairCopies *pair = nullptr;
+  const StridedCopy *copy = nullptr;
+};
+
 /// What one batch moves between this process and one peer: the packed
 /// part (copies too short or too strided to travel alone), then the
-/// separate copies, each a message, in the same order on both sides.
+/// separate copies, each a message, in the same order on both sides; and
+/// the node copies, in the same order on both sides too.
 struct PeerMessage {
   int peer = 0;
   std::vector<MessageRegion> packed;
@@ -65,6 +76,7 @@ struct PeerMessage {
   std::vector<SeparateCopy> separate;
   /// Bytes of the message buffer: the packed part, then the staged copies.
   int64_t bufferBytes = 0;
+  std::vector<NodeCopy> nodeCopies;
 };
 
 /// Fails unless `ownership` names a process for every rank `program`
@@ -75,8 +87,11 @@ llvm::Error checkRanksOwned(const CopyProgram &program,
 /// The messages of one batch, from this process's side.
 class ExchangePlan {
 public:
+  /// The plan of `process`, which with each of `nodePeers` (who count it
+  /// among theirs) makes long copies into strided targets node copies.
   ExchangePlan(llvm::ArrayRef<ExchangeItem> items,
-               const ProcessOwnership &ownership, int process);
+               const ProcessOwnership &ownership, int process,
+               const std::set<int> &nodePeers = {});
 
   /// By peer: what this process sends, and what it receives.
   std::map<int, PeerMessage> sends, receives;
@@ -87,19 +102,20 @@ public:
   CopyProgram getRegionProgram(const MessageRegion &region, bool pack) const;
   /// The copies and fills of parameter `item` that stay in this process.
   CopyProgram getLocalProgram(size_t item) const;
-  /// Bytes this process sends in the batch.
+  /// Bytes this process sends in the batch (node copies included).
   int64_t getBytesSent() const;
 
 private:
   void planCopy(size_t item, const BufferPairCopies &pair,
-                const StridedCopy &copy, bool sending, PeerMessage &message,
-                MessageRegion &packed);
+                const StridedCopy &copy, bool sending, int peer,
+                PeerMessage &message, MessageRegion &packed);
   void planParameter(size_t item);
   void placeStagedCopies();
 
   llvm::ArrayRef<ExchangeItem> items;
   const ProcessOwnership &ownership;
   int process;
+  std::set<int> nodePeers;
 };
 
 } // namespace ucp

@@ -5,7 +5,10 @@
 // messages of one stream (messages of one pair and tag do not overtake
 // each other). The CPU executor packs and unpacks. Receives are posted
 // first, local copies run while messages travel, and each message is
-// unpacked as it arrives.
+// unpacked as it arrives. For the node copies to a peer, the sender sends
+// the addresses of its source buffers (a tag of their own); the receiver
+// reads them as soon as those arrive and answers when done, and the sender
+// waits for that answer before its buffers may change.
 //
 // MPI derived datatypes (an hindexed type over the runs of strided views,
 // sent from MPI_BOTTOM) were measured too: Open MPI's shared-memory
@@ -15,11 +18,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "MpiExchange.h"
+#include "ProcessMemory.h"
 
 using namespace ucp;
 
 /// Messages carry at most this many bytes (MPI counts are ints).
 static constexpr int64_t kMaxMessageBytes = int64_t(1) << 30;
+/// The tags of the data stream, of the node copies' addresses, and of the
+/// word that they have been made.
+enum : int { kDataTag = 0, kAddressTag = 1, kCopiedTag = 2 };
 
 static std::vector<ExchangeItem> getItems(llvm::ArrayRef<ProgramRun> batch) {
   std::vector<ExchangeItem> items;
@@ -31,7 +38,7 @@ static std::vector<ExchangeItem> getItems(llvm::ArrayRef<ProgramRun> batch) {
 MpiExchange::MpiExchange(MpiGroup &group, llvm::ArrayRef<ProgramRun> batch,
                          unsigned threads)
     : group(group), batch(batch), threads(threads), items(getItems(batch)),
-      plan(items, group.ownership, group.process) {}
+      plan(items, group.ownership, group.process, group.nodePeers) {}
 
 char *MpiExchange::getAddress(const BufferSpan &span, bool sending) const {
   const ProgramBuffers &buffers = batch[span.item].buffers;
@@ -66,9 +73,11 @@ size_t MpiExchange::post(int peer, char *data, int64_t bytes, bool send,
     int count = static_cast<int>(std::min(kMaxMessageBytes, bytes - begin));
     MPI_Request request;
     if (send)
-      MPI_Isend(data + begin, count, MPI_BYTE, peer, 0, group.comm, &request);
+      MPI_Isend(data + begin, count, MPI_BYTE, peer, kDataTag, group.comm,
+                &request);
     else
-      MPI_Irecv(data + begin, count, MPI_BYTE, peer, 0, group.comm, &request);
+      MPI_Irecv(data + begin, count, MPI_BYTE, peer, kDataTag, group.comm,
+                &request);
     requests.push_back(request);
   }
   return posted;
@@ -103,6 +112,62 @@ void MpiExchange::postReceives() {
                buffer + separate.staged.byteOffset, separate.bytes);
     }
   }
+}
+
+void MpiExchange::postNodeCopies() {
+  // Senders say where their source buffers lie; receivers read them.
+  for (const auto &[peer, message] : plan.sends) {
+    if (message.nodeCopies.empty())
+      continue;
+    std::vector<uint64_t> &addresses = ownAddresses[peer];
+    for (const NodeCopy &copy : message.nodeCopies)
+      addresses.push_back(reinterpret_cast<uintptr_t>(
+          batch[copy.item].buffers.sources.at(copy.pair->sourceBuffer)));
+    MPI_Request request;
+    MPI_Isend(addresses.data(), static_cast<int>(addresses.size()),
+              MPI_UINT64_T, peer, kAddressTag, group.comm, &request);
+    sendRequests.push_back(request);
+    MPI_Irecv(&copiedWords[peer], 1, MPI_CHAR, peer, kCopiedTag, group.comm,
+              &request);
+    copiedRequests.push_back(request);
+  }
+  for (const auto &[peer, message] : plan.receives) {
+    if (message.nodeCopies.empty())
+      continue;
+    std::vector<uint64_t> &addresses = peerAddresses[peer];
+    addresses.resize(message.nodeCopies.size());
+    MPI_Request request;
+    MPI_Irecv(addresses.data(), static_cast<int>(addresses.size()),
+              MPI_UINT64_T, peer, kAddressTag, group.comm, &request);
+    receiveRequests.push_back(request);
+    arrivalOf.push_back(arrivals.size());
+    arrivals.push_back({Arrival::NodeCopies, &message, nullptr, nullptr, 1});
+  }
+}
+
+void MpiExchange::makeNodeCopies(const PeerMessage &message) {
+  std::vector<iovec> local, remote;
+  for (auto [copy, address] :
+       llvm::zip(message.nodeCopies, peerAddresses.at(message.peer))) {
+    const ProgramRun &run = batch[copy.item];
+    int64_t size = getElementSize(run.type);
+    appendRuns(local,
+               reinterpret_cast<uintptr_t>(
+                   run.buffers.targets.at(copy.pair->targetBuffer)),
+               copy.copy->shape, copy.copy->target, size);
+    appendRuns(remote, address, copy.copy->shape, copy.copy->source, size);
+  }
+  llvm::Error error = readProcessMemory(
+      static_cast<pid_t>(group.pids[message.peer]), local, remote);
+  if (error && nodeCopyFailure.empty())
+    nodeCopyFailure = llvm::toString(std::move(error));
+  llvm::consumeError(std::move(error));
+  // Even after a failure: the sender waits for this word.
+  static const char copied = 1;
+  MPI_Request request;
+  MPI_Isend(&copied, 1, MPI_CHAR, message.peer, kCopiedTag, group.comm,
+            &request);
+  sendRequests.push_back(request);
 }
 
 void MpiExchange::postSends() {
@@ -140,6 +205,8 @@ void MpiExchange::unpack(const Arrival &arrival) {
       transfer(region, arrival.buffer, /*pack=*/false);
   else if (arrival.kind == Arrival::Staged)
     transfer(*arrival.staged, arrival.buffer, /*pack=*/false);
+  else if (arrival.kind == Arrival::NodeCopies)
+    makeNodeCopies(*arrival.message);
 }
 
 llvm::Error MpiExchange::receiveAndUnpack() {
@@ -157,12 +224,22 @@ llvm::Error MpiExchange::receiveAndUnpack() {
 
 llvm::Error MpiExchange::run() {
   postReceives();
+  postNodeCopies();
   postSends();
   group.injectFault();
   runLocalCopies();
   if (llvm::Error error = receiveAndUnpack())
     return error;
-  return group.waitAll(sendRequests, "sending shards to other processes");
+  if (llvm::Error error =
+          group.waitAll(sendRequests, "sending shards to other processes"))
+    return error;
+  if (llvm::Error error = group.waitAll(
+          copiedRequests, "waiting for other processes to copy shards"))
+    return error;
+  if (!nodeCopyFailure.empty())
+    return llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                   nodeCopyFailure);
+  return llvm::Error::success();
 }
 
 llvm::Error MpiGroup::execute(llvm::ArrayRef<ProgramRun> batch,

@@ -14,7 +14,8 @@ namespace ucp {
 
 /// Messages a receiver waits for, and what it does once all have come.
 struct Arrival {
-  enum Kind { PackedPart, Staged, Direct } kind = PackedPart;
+  /// NodeCopies: the addresses of the sender's buffers for the node copies.
+  enum Kind { PackedPart, Staged, Direct, NodeCopies } kind = PackedPart;
   const PeerMessage *message = nullptr;
   const MessageRegion *staged = nullptr;
   char *buffer = nullptr;
@@ -34,7 +35,12 @@ private:
   size_t post(int peer, char *data, int64_t bytes, bool send,
               std::vector<MPI_Request> &requests);
   void postReceives();
+  /// Tells the receivers of node copies where the source buffers lie, and
+  /// waits to hear that from their senders.
+  void postNodeCopies();
   void postSends();
+  /// Reads the node copies of `message` from its sender, then tells it.
+  void makeNodeCopies(const PeerMessage &message);
   void runLocalCopies();
   void unpack(const Arrival &arrival);
   llvm::Error receiveAndUnpack();
@@ -50,6 +56,12 @@ private:
   std::vector<ExchangeItem> items;
   ExchangePlan plan;
   std::vector<MPI_Request> sendRequests, receiveRequests;
+  /// Node copies, by peer: the addresses sent and received, and the
+  /// receivers' word that they have read them.
+  std::map<int, std::vector<uint64_t>> ownAddresses, peerAddresses;
+  std::map<int, char> copiedWords;
+  std::vector<MPI_Request> copiedRequests;
+  std::string nodeCopyFailure;
   /// The arrival each receive request belongs to.
   std::vector<size_t> arrivalOf;
   std::vector<Arrival> arrivals;

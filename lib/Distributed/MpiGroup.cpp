@@ -2,6 +2,8 @@
 
 #include "ucp/Distributed/MpiTransfer.h"
 
+#include "ProcessMemory.h"
+
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -83,8 +85,14 @@ MpiGroup::create(MPI_Comm comm, ProcessOwnership ownership,
   MPI_Comm own;
   if (MPI_Comm_dup(comm, &own) != MPI_SUCCESS)
     return refuse("cannot duplicate the MPI communicator");
-  return std::unique_ptr<MpiGroup>(
+  std::unique_ptr<MpiGroup> group(
       new MpiGroup(own, std::move(ownership), options));
+  if (options.singleCopy) {
+    NodePeers peers = findNodePeers(own);
+    group->pids.assign(peers.pids.begin(), peers.pids.end());
+    group->nodePeers = std::move(peers.reachable);
+  }
+  return std::move(group);
 }
 
 MpiGroup::~MpiGroup() {

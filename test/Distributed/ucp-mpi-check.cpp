@@ -1,13 +1,15 @@
 //===- ucp-mpi-check.cpp - Transfers across processes, checked bit-exactly
 //-===//
 //
-//   mpirun -np P ucp-mpi-check [seed] [plans per type] [mpi|nccl] [timeout]
+//   mpirun -np P ucp-mpi-check [seed] [plans per type] [mpi|mpi-staged|nccl]
+//                              [timeout]
 //
 // Every process draws the same random plans (every element type, with the
 // fixed plans of the executor tests), the same process for each rank and
 // the same source data; each runs the plans across the processes in
 // batches of up to four, holding only its own ranks' buffers (in host
-// memory for MPI, in its GPU's for NCCL), and compares
+// memory for MPI, in its GPU's for NCCL; mpi-staged sends every copy,
+// where mpi lets processes read each other's memory), and compares
 // every target it holds byte for byte with the CPU executor running the
 // whole program alone. Process 0 prints the totals; a mismatch names the
 // plan, rank and byte, and fails every process.
@@ -192,9 +194,10 @@ int main(int argc, char **argv) {
   uint64_t seed = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 1;
   int perType = argc > 2 ? std::atoi(argv[2]) : 20;
   llvm::StringRef transport = argc > 3 ? argv[3] : "mpi";
-  if (transport != "mpi" && transport != "nccl")
-    fail(process, llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                          "the transport is mpi or nccl"));
+  if (transport != "mpi" && transport != "mpi-staged" && transport != "nccl")
+    fail(process,
+         llvm::createStringError(llvm::inconvertibleErrorCode(),
+                                 "the transport is mpi, mpi-staged or nccl"));
   bool overNccl = transport == "nccl";
   double timeoutSeconds = argc > 4 ? std::atof(argv[4]) : 60;
   std::mt19937_64 rng(seed);
@@ -218,6 +221,7 @@ int main(int argc, char **argv) {
                                  drawProcesses(rng, targetWorld, processes)};
       MpiGroupOptions options;
       options.timeoutSeconds = timeoutSeconds;
+      options.singleCopy = transport == "mpi";
       bytesSent += (overNccl ? runOverNccl : runOverMpi)(batch, ownership,
                                                        options, process);
       auto holdsTarget = [&](int64_t rank) {
@@ -249,7 +253,7 @@ int main(int argc, char **argv) {
   if (process == 0)
     std::printf("%s, %d processes: %lld programs, %lld target bytes bit-exact, "
                 "%lld bytes between processes\n",
-                overNccl ? "NCCL" : "MPI", processes,
+                transport.upper().c_str(), processes,
                 static_cast<long long>(programs),
                 static_cast<long long>(totals[0]),
                 static_cast<long long>(totals[1]));

@@ -25,6 +25,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 
 namespace ucp {
 
@@ -64,6 +65,11 @@ struct MpiGroupOptions {
   double timeoutSeconds = 300;
   /// See TransferGroup::getBatchBytes.
   int64_t batchBytes = int64_t(256) << 20;
+  /// Between processes of one node, where the kernel lets them: a long
+  /// copy from a contiguous source into a strided target is read by the
+  /// receiver straight from the sender's memory (process_vm_readv) in one
+  /// pass, not received into a staging buffer and unpacked.
+  bool singleCopy = true;
   InjectedFault fault;
 };
 
@@ -129,6 +135,9 @@ private:
   int64_t bytesSent = 0;
   bool broken = false;
   std::map<int, MessageBuffer> sendBuffers, receiveBuffers;
+  /// Process ids by process; the peers whose memory this process reaches.
+  std::vector<int64_t> pids;
+  std::set<int> nodePeers;
 
   friend class MpiExchange;
 };
