@@ -137,10 +137,14 @@ DeviceAddress upload(CudaMemory &memory, const std::vector<char> &data,
                      int process) {
   DeviceAddress address = 0;
   llvm::Error error = [&]() -> llvm::Error {
-    llvm::Expected<DeviceAddress> allocated = memory.allocate(data.size());
+    // A rank may hold no elements; allocations hold one byte at least.
+    llvm::Expected<DeviceAddress> allocated =
+        memory.allocate(std::max<size_t>(data.size(), 1));
     if (!allocated)
       return allocated.takeError();
     address = *allocated;
+    if (data.empty())
+      return llvm::Error::success();
     return memory.getDevice()->copyToDevice(address, data.data(), data.size());
   }();
   if (error)
@@ -177,6 +181,8 @@ int64_t runOverNccl(std::vector<CheckedProgram> &batch,
   for (auto [checked, run] : llvm::zip(batch, runs))
     for (auto &[rank, address] : run.buffers.targets) {
       std::vector<char> &data = checked.targets[rank];
+      if (data.empty())
+        continue;
       if (llvm::Error error = group.getDevice()->copyToHost(
               data.data(), address, data.size()))
         fail(process, std::move(error));

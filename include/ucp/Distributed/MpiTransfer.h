@@ -5,11 +5,13 @@
 // same maps; each then holds the shards of the ranks it owns. A buffer pair
 // whose source and target sit in one process is copied there by the CPU
 // executor; the others travel as point-to-point messages, one stream per
-// peer and batch: long contiguous runs straight between the buffers (MPI
-// derived datatypes), everything else packed and unpacked by the CPU
-// executor, scale applied. Local copies run while messages are in flight. Every
-// wait is bounded: a peer silent for longer than the timeout fails the run, on
-// every process that notices, instead of hanging it.
+// peer and batch: long copies contiguous on one side straight from or into
+// the shards, everything else packed and unpacked by the CPU executor,
+// scale applied. Within a node, a long copy into a strided target is read
+// by the receiver from the sender's memory in one pass instead. Local
+// copies run while messages are in flight. Every wait is bounded: a peer
+// silent for longer than the timeout fails the run, on every process that
+// notices, instead of hanging it.
 //
 //===----------------------------------------------------------------------===//
 
