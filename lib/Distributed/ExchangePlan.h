@@ -118,6 +118,25 @@ private:
   std::set<int> nodePeers;
 };
 
+/// The buffers of a region program (ExchangePlan::getRegionProgram): the
+/// parameter's from `whole`, and the message side, buffer 0, at `region`.
+/// For host (ProgramBuffers) and GPU (DeviceProgramBuffers) buffers alike.
+template <typename Buffers, typename Address>
+Buffers getRegionBuffers(const CopyProgram &program, const Buffers &whole,
+                         Address region, bool pack) {
+  Buffers buffers;
+  if (pack) {
+    for (const auto &[rank, elements] : program.sourceElements)
+      buffers.sources[rank] = whole.sources.at(rank);
+    buffers.targets[0] = region;
+  } else {
+    for (const auto &[rank, elements] : program.targetElements)
+      buffers.targets[rank] = whole.targets.at(rank);
+    buffers.sources[0] = region;
+  }
+  return buffers;
+}
+
 } // namespace ucp
 
 #endif // UCP_LIB_DISTRIBUTED_EXCHANGEPLAN_H

@@ -50,19 +50,10 @@ char *MpiExchange::getAddress(const BufferSpan &span, bool sending) const {
 
 void MpiExchange::transfer(const MessageRegion &region, char *buffer,
                            bool pack) {
-  const ProgramBuffers &whole = batch[region.item].buffers;
   CopyProgram program = plan.getRegionProgram(region, pack);
-  ProgramBuffers buffers;
-  char *regionData = buffer + region.byteOffset;
-  if (pack) {
-    for (const auto &[rank, elements] : program.sourceElements)
-      buffers.sources[rank] = whole.sources.at(rank);
-    buffers.targets[0] = regionData;
-  } else {
-    for (const auto &[rank, elements] : program.targetElements)
-      buffers.targets[rank] = whole.targets.at(rank);
-    buffers.sources[0] = regionData;
-  }
+  ProgramBuffers buffers =
+      getRegionBuffers(program, batch[region.item].buffers,
+                       buffer + region.byteOffset, pack);
   executeOnCpu(program, buffers, batch[region.item].type, threads);
 }
 

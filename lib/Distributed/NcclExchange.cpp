@@ -99,19 +99,10 @@ void NcclExchange::addLaunch(std::vector<Launch> &launches, DType type,
 void NcclExchange::addRegion(std::vector<Launch> &launches,
                              const MessageRegion &region,
                              DeviceAddress message, bool pack) {
-  const DeviceProgramBuffers &whole = batch[region.item].buffers;
   CopyProgram program = plan.getRegionProgram(region, pack);
-  DeviceProgramBuffers buffers;
-  DeviceAddress regionAddress = message + region.byteOffset;
-  if (pack) {
-    for (const auto &[rank, elements] : program.sourceElements)
-      buffers.sources[rank] = whole.sources.at(rank);
-    buffers.targets[0] = regionAddress;
-  } else {
-    for (const auto &[rank, elements] : program.targetElements)
-      buffers.targets[rank] = whole.targets.at(rank);
-    buffers.sources[0] = regionAddress;
-  }
+  DeviceProgramBuffers buffers =
+      getRegionBuffers(program, batch[region.item].buffers,
+                       message + region.byteOffset, pack);
   addLaunch(launches, batch[region.item].type, std::move(program),
             std::move(buffers));
 }
