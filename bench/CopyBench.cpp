@@ -26,8 +26,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "CopyWorkloads.h"
+#include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CpuExecutor.h"
 
 #include <benchmark/benchmark.h>
 #include <torch/torch.h>
@@ -151,7 +152,7 @@ void runOurs(benchmark::State &state, const std::string &name) {
         buffers.sources[rank] = data.data();
       for (auto &[rank, data] : w.targets[i])
         buffers.targets[rank] = data.data();
-      executeOnCpu(w.programs[i], buffers, DType::F32, threads);
+      executeOnCpu({&w.programs[i], buffers, DType::F32}, threads);
     }
     benchmark::ClobberMemory();
   }

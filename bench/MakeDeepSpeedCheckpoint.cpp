@@ -22,15 +22,18 @@
 // master weights rounded.
 //
 // Benchmarks use it to make checkpoints of hundreds of millions of
-// parameters; a test checks its files against real ones.
+// parameters; a test checks its files against real ones. It shares no
+// layout code with the product: its flattening, padding and bf16 rounding
+// are its own few lines from DeepSpeed's documented rules, so that the
+// tests that read its checkpoints pin the product's.
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/IO/DeepSpeedCheckpoint.h"
-#include "ucp/IO/MapDocument.h"
-#include "ucp/IO/TorchFileWriter.h"
-#include "ucp/IO/ZeroFlattening.h"
-#include "ucp/Runtime/FloatBits.h"
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Formats/Torch/TorchFileWriter.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -40,6 +43,7 @@
 #include "llvm/Support/ThreadPool.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 
@@ -97,15 +101,46 @@ static int getSplitDim(llvm::StringRef name) {
   return name.contains("o_proj") || name.contains("down_proj") ? 1 : -1;
 }
 
+/// ZeRO-1/2's flattening of a group (stage_1_and_2.py): its parameters
+/// concatenated in order, padded to a multiple of 2 x dp, cut in dp equal
+/// partitions.
+struct Flattening {
+  std::vector<int64_t> offsets, sizes;
+  int64_t total = 0, partition = 0;
+
+  explicit Flattening(const std::vector<int64_t> &elements) : sizes(elements) {
+    for (int64_t count : elements) {
+      offsets.push_back(total);
+      total += count;
+    }
+    int64_t alignment = 2 * dp;
+    partition = (total + alignment - 1) / alignment * alignment / dp;
+  }
+  /// The padding at the end of rank `rank`'s partition.
+  int64_t getPadding(int64_t rank) const {
+    int64_t begin = rank * partition, end = begin + partition;
+    return end - std::clamp(total, begin, end);
+  }
+  /// Parameter `i`'s fragment on rank `rank`: its start in the partition
+  /// and its elements (0 where they do not meet).
+  std::pair<int64_t, int64_t> getSlice(size_t i, int64_t rank) const {
+    int64_t begin = rank * partition;
+    int64_t lo = std::max(begin, offsets[i]);
+    int64_t hi = std::min(begin + partition, offsets[i] + sizes[i]);
+    return lo < hi ? std::pair<int64_t, int64_t>{lo - begin, hi - lo}
+                   : std::pair<int64_t, int64_t>{0, 0};
+  }
+};
+
 /// The model on one TP rank: parameters in module order, and the
 /// flattening of each group.
 struct Model {
   int64_t tpRank = 0;
   std::vector<Param> params;
   std::vector<std::vector<size_t>> groups; // Param indices, in order.
-  std::vector<ZeroGroupLayout> layouts;    // Each group's flattening.
+  std::vector<Flattening> layouts;         // Each group's flattening.
   int64_t partition(size_t g) const { return layouts[g].partition; }
-  int64_t padded(size_t g) const { return layouts[g].getPaddedLength(); }
+  int64_t padded(size_t g) const { return layouts[g].partition * dp; }
 };
 
 /// The state a value belongs to; also the hash's salt.
@@ -196,7 +231,7 @@ Model buildModel(int64_t tpRank) {
     elements[param.group].push_back(param.elements);
   }
   for (size_t g = 0; g < groups; ++g) {
-    model.layouts.push_back(layOutZeroGroup(elements[g], dp, stage));
+    model.layouts.emplace_back(elements[g]);
     for (size_t i = 0; i < model.groups[g].size(); ++i)
       model.params[model.groups[g][i]].offset = model.layouts[g].offsets[i];
   }
@@ -239,10 +274,19 @@ constexpr llvm::StringLiteral kVersion = "0.19.6+edaa72212";
 
 } // namespace
 
+/// `value` rounded to bfloat16, to nearest even as torch rounds (the
+/// values here are finite).
+static uint16_t roundToBfloat16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, 4);
+  uint32_t lsb = (bits >> 16) & 1;
+  return static_cast<uint16_t>((bits + 0x7FFF + lsb) >> 16);
+}
+
 /// Stores `value` at element `index` of `data` in `type` (F32 or BF16).
 static void store(DType type, char *data, int64_t index, float value) {
   if (type == DType::BF16) {
-    uint16_t bits = ucpFloatToBfloat(value);
+    uint16_t bits = roundToBfloat16(value);
     std::memcpy(data + 2 * index, &bits, 2);
   } else {
     std::memcpy(data + 4 * index, &value, 4);
@@ -394,7 +438,7 @@ static llvm::Error writeModelStates(const Model &model, DType type,
 /// What one storage of an optimizer file is filled with: `length`
 /// elements of `state` from the start of the rank's partition of `group`,
 /// or (length 0) the step.
-struct Fill {
+struct OptimizerFill {
   std::string key;
   size_t group;
   State state;
@@ -406,14 +450,14 @@ static PickleRef buildSliceMappings(PickleBuilder &b, const Model &model,
                                     size_t g, int64_t rank) {
   std::vector<std::pair<PickleRef, PickleRef>> slices;
   for (size_t i = 0; i < model.groups[g].size(); ++i) {
-    FragmentSlice slice = model.layouts[g].getSlice(i, rank);
-    if (slice.count == 0)
+    auto [start, count] = model.layouts[g].getSlice(i, rank);
+    if (count == 0)
       continue;
     slices.push_back(
         {b.string(model.params[model.groups[g][i]].name),
          b.object("deepspeed.utils.tensor_fragment", "fragment_address",
-                  b.dict({{b.string("numel"), b.integer(slice.count)},
-                          {b.string("start"), b.integer(slice.offset)}}))});
+                  b.dict({{b.string("numel"), b.integer(count)},
+                          {b.string("start"), b.integer(start)}}))});
   }
   return b.dict(slices, /*ordered=*/true);
 }
@@ -439,7 +483,7 @@ static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
                                         const std::string &path) {
   PickleBuilder b;
   auto s = [&](llvm::StringRef text) { return b.string(text); };
-  std::vector<Fill> fills;
+  std::vector<OptimizerFill> fills;
   auto newTensor = [&](size_t g, State state, int64_t length,
                        bool requiresGrad = false) {
     std::string key = std::to_string(fills.size());
@@ -502,7 +546,7 @@ static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
                            {s("ds_config"), buildConfig(b)},
                            {s("ds_version"), s(kVersion)}});
   std::vector<StorageFill> storages;
-  for (const Fill &fill : fills)
+  for (const OptimizerFill &fill : fills)
     storages.push_back(
         {fill.key, std::max<int64_t>(fill.length, 1) * 4, [&](char *data) {
            if (fill.length == 0) {

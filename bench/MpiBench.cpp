@@ -16,9 +16,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "BenchTiming.h"
-#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Plan/Planner.h"
 
 #include <chrono>
 #include <cstdio>
@@ -99,8 +101,7 @@ private:
 };
 
 /// The copies of `program` whose two ranks `group` holds.
-CopyProgram getLocalProgram(const CopyProgram &program,
-                            const MpiGroup &group) {
+CopyProgram getLocalProgram(const CopyProgram &program, const MpiGroup &group) {
   CopyProgram local;
   local.sourceElements = program.sourceElements;
   local.targetElements = program.targetElements;
@@ -128,6 +129,7 @@ void runCase(const Case &c, int count, int64_t rows, int process,
   ProcessOwnership owners = getRoundRobinOwnership(c.from, c.to, processes);
   MpiGroupOptions options;
   options.singleCopy = c.singleCopy;
+  options.threads = 1;
   auto group =
       llvm::cantFail(MpiGroup::create(MPI_COMM_WORLD, owners, options));
   // Every buffer of every rank is allocated on each process (its own ranks'
@@ -184,7 +186,7 @@ void runCase(const Case &c, int count, int64_t rows, int process,
       for (auto &[rank, elements] : run.program->targetElements)
         bytes += elements * 4;
       if (bytes >= group->getBatchBytes() || i + 1 == mine.size()) {
-        llvm::cantFail(group->execute(batch, 1));
+        llvm::cantFail(group->execute(batch));
         batch.clear();
         bytes = 0;
       }
@@ -196,7 +198,7 @@ void runCase(const Case &c, int count, int64_t rows, int process,
   auto runWithLocal = [&] {
     collective.run();
     for (auto [run, local] : llvm::zip(mine, locals))
-      executeOnCpu(local, run.buffers, run.type, 1);
+      executeOnCpu({&local, run.buffers, run.type}, 1);
   };
   // In turns, so that all see the machine in the same moods.
   double ours = 1e30, alltoallv = 1e30, withLocal = 1e30;
@@ -209,7 +211,7 @@ void runCase(const Case &c, int count, int64_t rows, int process,
   if (process == 0)
     alone = bench::timeBest(kRepeats, [&] {
       for (const ProgramRun &run : all)
-        executeOnCpu(*run.program, run.buffers, run.type);
+        executeOnCpu({run.program, run.buffers, run.type});
     });
   waitQuietly();
   int64_t moved[2] = {collective.sendTotal, 0};

@@ -11,11 +11,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "BenchTiming.h"
-#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
-#include "ucp/IO/Safetensors.h"
+#include "ucp/Formats/Safetensors/Safetensors.h"
+#include "ucp/Jobs/Transfer.h"
 #include "ucp/Layout/SplitSizes.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
-#include "ucp/Run/Transfer.h"
+#include "ucp/Plan/Planner.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"

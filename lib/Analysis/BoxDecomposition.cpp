@@ -1,6 +1,7 @@
 //===- BoxDecomposition.cpp - Strided views as unions of boxes ------------===//
 
 #include "ucp/Analysis/BoxDecomposition.h"
+#include "ucp/Map/Indexing.h"
 
 #include <algorithm>
 

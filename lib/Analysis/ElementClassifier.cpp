@@ -1,6 +1,7 @@
 //===- ElementClassifier.cpp - What holds and writes each element ---------===//
 
 #include "ucp/Analysis/ElementClassifier.h"
+#include "ucp/Map/Indexing.h"
 
 using namespace ucp;
 using llvm::ArrayRef;

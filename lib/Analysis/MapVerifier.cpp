@@ -10,6 +10,9 @@
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Analysis/BoxSweep.h"
 #include "ucp/Analysis/ElementClassifier.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/ErrorHandling.h"
 #include "llvm/Support/raw_ostream.h"
@@ -166,9 +169,7 @@ std::string ucp::describeViolation(const ParamMap &map, const Violation &v) {
 
 llvm::Error ucp::checkParamMap(const ParamMap &map) {
   auto refuse = [&](const llvm::Twine &why) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + map.name +
-                                       "': " + why.str());
+    return makeError("parameter '" + map.name + "': " + why.str());
   };
   if (std::string error = checkParamHeader(map.logicalShape, map.worldSize,
                                            map.originalVocabSize);
@@ -197,5 +198,5 @@ llvm::Error ucp::checkParamMap(const ParamMap &map) {
     message += "\n  and " +
                std::to_string(report.violations.size() - kMaxListedViolations) +
                " more violations";
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message);
+  return makeError(message);
 }

@@ -4,7 +4,7 @@
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
-#include "ucp/IO/MapTranslation.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 
 #include "mlir/CAPI/Pass.h"
 #include "mlir/CAPI/Registration.h"

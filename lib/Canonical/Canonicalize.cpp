@@ -1,6 +1,8 @@
 //===- Canonicalize.cpp - The canonical form of parameter maps ------------===//
 
 #include "ucp/Canonical/Canonicalize.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
 
 using namespace ucp;
 using llvm::ArrayRef;
@@ -56,12 +58,11 @@ ucp::decomposePieceSource(const ParamMap &map, const Shard &shard,
   llvm::SmallVector<MappedBox> mapped;
   if (!decomposeMappedView(piece.shape, piece.source, piece.dest,
                            map.logicalShape, Repeats::Enumerate, mapped))
-    return llvm::createStringError(
-        llvm::inconvertibleErrorCode(),
-        "parameter '" + map.name + "': rank " + std::to_string(shard.rank) +
-            " piece #" + std::to_string(index) +
-            ": its source view decomposes into more than " +
-            std::to_string(kMaxBoxesPerView) + " boxes of F");
+    return makeError("parameter '" + map.name + "': rank " +
+                     std::to_string(shard.rank) + " piece #" +
+                     std::to_string(index) +
+                     ": its source view decomposes into more than " +
+                     std::to_string(kMaxBoxesPerView) + " boxes of F");
   return mapped;
 }
 

@@ -2,6 +2,9 @@
 
 #include "ucp/Canonical/IndexMapDerivation.h"
 #include "ucp/Canonical/Canonicalize.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/ADT/DenseMap.h"
 
@@ -81,9 +84,8 @@ struct HolderRun {
 
 llvm::Error refuse(const IndexMap &indexMap, int64_t rank,
                    const llvm::Twine &what) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "parameter '" + indexMap.name + "': rank " +
-                                     std::to_string(rank) + ": " + what.str());
+  return makeError("parameter '" + indexMap.name + "': rank " +
+                   std::to_string(rank) + ": " + what.str());
 }
 
 } // namespace
@@ -92,9 +94,7 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
   std::string header =
       checkParamHeader(indexMap.logicalShape, indexMap.worldSize);
   if (!header.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + indexMap.name +
-                                       "': " + header);
+    return makeError("parameter '" + indexMap.name + "': " + header);
   int64_t elements = *getNumElements(indexMap.logicalShape);
 
   // Refuse anything that is not a view, then learn who holds what.
@@ -152,9 +152,7 @@ llvm::Expected<ParamMap> ucp::deriveParamMap(const IndexMap &indexMap) {
     }
   }
   if (std::string error = checkLocationCount(locations); !error.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + indexMap.name +
-                                       "': " + error);
+    return makeError("parameter '" + indexMap.name + "': " + error);
 
   ParamMap map;
   map.name = indexMap.name;

@@ -21,6 +21,8 @@
 
 #include "ExchangePlan.h"
 #include "ProcessMemory.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -62,7 +64,7 @@ static Route getRoute(const StridedCopy &copy, int64_t elementSize) {
   route.sendDirect = isContiguous(copy.shape, copy.source);
   // Someone must copy to scale.
   route.receiveDirect = isContiguous(copy.shape, copy.target) &&
-                        (copy.factor == 1.0 || !route.sendDirect);
+                        (copy.scale == 1.0 || !route.sendDirect);
   route.separate = route.sendDirect || route.receiveDirect;
   return route;
 }
@@ -75,24 +77,21 @@ llvm::Error ucp::checkRanksOwned(const CopyProgram &program,
   for (const BufferPairCopies &pair : program.pairs)
     if (!owned(ownership.sourceProcesses, pair.sourceBuffer) ||
         !owned(ownership.targetProcesses, pair.targetBuffer))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "a program copies between ranks " +
-              std::to_string(pair.sourceBuffer) + " and " +
-              std::to_string(pair.targetBuffer) +
-              ", beyond the ranks the process ownership names");
+      return makeError("a program copies between ranks " +
+                       std::to_string(pair.sourceBuffer) + " and " +
+                       std::to_string(pair.targetBuffer) +
+                       ", beyond the ranks the process ownership names");
   for (const StridedFill &fill : program.fills)
     if (!owned(ownership.targetProcesses, fill.targetBuffer))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "a program fills rank " + std::to_string(fill.targetBuffer) +
-              ", beyond the ranks the process ownership names");
+      return makeError("a program fills rank " +
+                       std::to_string(fill.targetBuffer) +
+                       ", beyond the ranks the process ownership names");
   return llvm::Error::success();
 }
 
 /// Whether `copy` is a node copy between processes that can make one.
 static bool isNodeCopy(const StridedCopy &copy, int64_t elementSize) {
-  if (copy.factor != 1.0 ||
+  if (copy.scale != 1.0 ||
       getCopyElements(copy) * elementSize < kMinSeparateBytes ||
       !isContiguous(copy.shape, copy.source) ||
       isContiguous(copy.shape, copy.target))
@@ -129,9 +128,9 @@ void ExchangePlan::planCopy(size_t item, const BufferPairCopies &pair,
   separate.bytes = getCopyElements(copy) * elementSize;
   if (sending ? route.sendDirect : route.receiveDirect) {
     const StridedView &view = sending ? copy.source : copy.target;
-    separate.direct = BufferSpan{
-        item, sending ? pair.sourceBuffer : pair.targetBuffer,
-        view.offset * elementSize};
+    separate.direct =
+        BufferSpan{item, sending ? pair.sourceBuffer : pair.targetBuffer,
+                   view.offset * elementSize};
   } else {
     separate.staged.item = item;
     separate.staged.copies.push_back({&pair, &copy});
@@ -196,11 +195,14 @@ CopyProgram ExchangePlan::getRegionProgram(const MessageRegion &region,
   int64_t offset = 0;
   for (auto [pair, copy] : region.copies) {
     StridedView packed{offset, getRowMajorStrides(copy->shape)};
-    program.pairs.push_back({pack ? pair->sourceBuffer : 0,
-                             pack ? 0 : pair->targetBuffer,
-                             {{copy->shape, pack ? copy->source : packed,
-                               pack ? packed : copy->target,
-                               region.scaleHere ? copy->factor : 1.0}}});
+    program.pairs.push_back(
+        {pack ? pair->sourceBuffer : 0,
+         pack ? 0 : pair->targetBuffer,
+         {{copy->shape, pack ? copy->source : packed,
+           pack ? packed : copy->target,
+           region.scaleHere
+               ? getCopyFactor(copy->scale, items[region.item].scalePower)
+               : 1.0}}});
     offset += getCopyElements(*copy);
     if (pack)
       program.sourceElements[pair->sourceBuffer] =
@@ -224,8 +226,11 @@ CopyProgram ExchangePlan::getLocalProgram(size_t item) const {
   local.targetElements = whole.targetElements;
   for (const BufferPairCopies &pair : whole.pairs)
     if (holds(ownership.sourceProcesses, pair.sourceBuffer) &&
-        holds(ownership.targetProcesses, pair.targetBuffer))
+        holds(ownership.targetProcesses, pair.targetBuffer)) {
       local.pairs.push_back(pair);
+      for (StridedCopy &copy : local.pairs.back().copies)
+        copy.scale = getCopyFactor(copy.scale, items[item].scalePower);
+    }
   for (const StridedFill &fill : whole.fills)
     if (holds(ownership.targetProcesses, fill.targetBuffer))
       local.fills.push_back(fill);
@@ -239,8 +244,8 @@ int64_t ExchangePlan::getBytesSent() const {
     for (const SeparateCopy &separate : message.separate)
       bytes += separate.bytes;
     for (const NodeCopy &copy : message.nodeCopies)
-      bytes += getCopyElements(*copy.copy) *
-               getElementSize(items[copy.item].type);
+      bytes +=
+          getCopyElements(*copy.copy) * getElementSize(items[copy.item].type);
   }
   return bytes;
 }

@@ -23,6 +23,9 @@ namespace ucp {
 struct ExchangeItem {
   const CopyProgram *program = nullptr;
   DType type = DType::F32;
+  /// The power of the scale the moved tensor carries: the region and local
+  /// programs carry each copy's factor at it, and run at power 1.
+  int scalePower = 1;
 };
 
 /// Copies of one parameter that this process packs (or unpacks) between
@@ -99,8 +102,11 @@ public:
   /// The program that packs `region` into the message buffer (`pack`) or
   /// unpacks it from there. The message side is buffer 0, holding the
   /// region from its start; the other side's buffers are the parameter's.
+  /// Its copies carry their factors at the item's scale power: it runs at
+  /// power 1.
   CopyProgram getRegionProgram(const MessageRegion &region, bool pack) const;
-  /// The copies and fills of parameter `item` that stay in this process.
+  /// The copies and fills of parameter `item` that stay in this process,
+  /// to run at power 1 as region programs do.
   CopyProgram getLocalProgram(size_t item) const;
   /// Bytes this process sends in the batch (node copies included).
   int64_t getBytesSent() const;

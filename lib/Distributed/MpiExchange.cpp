@@ -19,6 +19,8 @@
 
 #include "MpiExchange.h"
 #include "ProcessMemory.h"
+#include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Support/Error.h"
 
 using namespace ucp;
 
@@ -31,13 +33,13 @@ enum : int { kDataTag = 0, kAddressTag = 1, kCopiedTag = 2 };
 static std::vector<ExchangeItem> getItems(llvm::ArrayRef<ProgramRun> batch) {
   std::vector<ExchangeItem> items;
   for (const ProgramRun &run : batch)
-    items.push_back({run.program, run.type});
+    items.push_back({run.program, run.type, run.scalePower});
   return items;
 }
 
-MpiExchange::MpiExchange(MpiGroup &group, llvm::ArrayRef<ProgramRun> batch,
-                         unsigned threads)
-    : group(group), batch(batch), threads(threads), items(getItems(batch)),
+MpiExchange::MpiExchange(MpiGroup &group, llvm::ArrayRef<ProgramRun> batch)
+    : group(group), batch(batch), threads(group.options.threads),
+      items(getItems(batch)),
       plan(items, group.ownership, group.process, group.nodePeers) {}
 
 char *MpiExchange::getAddress(const BufferSpan &span, bool sending) const {
@@ -51,10 +53,9 @@ char *MpiExchange::getAddress(const BufferSpan &span, bool sending) const {
 void MpiExchange::transfer(const MessageRegion &region, char *buffer,
                            bool pack) {
   CopyProgram program = plan.getRegionProgram(region, pack);
-  ProgramBuffers buffers =
-      getRegionBuffers(program, batch[region.item].buffers,
-                       buffer + region.byteOffset, pack);
-  executeOnCpu(program, buffers, batch[region.item].type, threads);
+  ProgramBuffers buffers = getRegionBuffers(program, batch[region.item].buffers,
+                                            buffer + region.byteOffset, pack);
+  executeOnCpu({&program, buffers, batch[region.item].type}, threads);
 }
 
 size_t MpiExchange::post(int peer, char *data, int64_t bytes, bool send,
@@ -78,7 +79,7 @@ void MpiExchange::runLocalCopies() {
   for (auto [item, run] : llvm::enumerate(batch)) {
     CopyProgram local = plan.getLocalProgram(item);
     if (!local.pairs.empty() || !local.fills.empty())
-      executeOnCpu(local, run.buffers, run.type, threads);
+      executeOnCpu({&local, run.buffers, run.type}, threads);
   }
 }
 
@@ -96,8 +97,7 @@ void MpiExchange::postReceives() {
     for (const SeparateCopy &separate : message.separate) {
       if (separate.direct)
         expect(Arrival::Direct, nullptr,
-               getAddress(*separate.direct, /*sending=*/false),
-               separate.bytes);
+               getAddress(*separate.direct, /*sending=*/false), separate.bytes);
       else
         expect(Arrival::Staged, &separate.staged,
                buffer + separate.staged.byteOffset, separate.bytes);
@@ -228,20 +228,17 @@ llvm::Error MpiExchange::run() {
           copiedRequests, "waiting for other processes to copy shards"))
     return error;
   if (!nodeCopyFailure.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   nodeCopyFailure);
+    return makeError(nodeCopyFailure);
   return llvm::Error::success();
 }
 
-llvm::Error MpiGroup::execute(llvm::ArrayRef<ProgramRun> batch,
-                              unsigned threads) {
+llvm::Error MpiGroup::execute(llvm::ArrayRef<ProgramRun> batch) {
   if (broken)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the process group is broken");
+    return makeError("the process group is broken");
   for (const ProgramRun &run : batch)
     if (llvm::Error error = checkRanksOwned(*run.program, ownership))
       return error;
-  llvm::Error error = MpiExchange(*this, batch, threads).run();
+  llvm::Error error = MpiExchange(*this, batch).run();
   ++batches;
   return error;
 }

@@ -25,8 +25,7 @@ struct Arrival {
 /// One call of MpiGroup::execute.
 class MpiExchange {
 public:
-  MpiExchange(MpiGroup &group, llvm::ArrayRef<ProgramRun> batch,
-              unsigned threads);
+  MpiExchange(MpiGroup &group, llvm::ArrayRef<ProgramRun> batch);
 
   llvm::Error run();
 

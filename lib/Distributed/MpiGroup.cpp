@@ -1,6 +1,7 @@
 //===- MpiGroup.cpp - The processes of MPI as a transfer group ------------===//
 
 #include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Support/Error.h"
 
 #include "ProcessMemory.h"
 
@@ -14,10 +15,6 @@
 #include <unistd.h>
 
 using namespace ucp;
-
-static llvm::Error refuse(const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
-}
 
 ProcessOwnership ucp::getRoundRobinOwnership(int64_t sourceWorld,
                                              int64_t targetWorld,
@@ -36,17 +33,17 @@ ucp::parseProcessList(llvm::StringRef text, int64_t world, int processes,
   llvm::SmallVector<llvm::StringRef> items;
   text.split(items, ',');
   if (static_cast<int64_t>(items.size()) != world)
-    return refuse("the " + side + " process list '" + text + "' names " +
-                  llvm::Twine(items.size()) + " ranks, but the " + side +
-                  " maps have " + llvm::Twine(world));
+    return makeError("the " + side + " process list '" + text + "' names " +
+                     llvm::Twine(items.size()) + " ranks, but the " + side +
+                     " maps have " + llvm::Twine(world));
   std::vector<int64_t> list;
   for (auto [rank, item] : llvm::enumerate(items)) {
     int64_t process;
     if (item.trim().getAsInteger(10, process) || process < 0 ||
         process >= processes)
-      return refuse("the " + side + " process list gives rank " +
-                    llvm::Twine(rank) + " process '" + item +
-                    "', not one of 0.." + llvm::Twine(processes - 1));
+      return makeError("the " + side + " process list gives rank " +
+                       llvm::Twine(rank) + " process '" + item +
+                       "', not one of 0.." + llvm::Twine(processes - 1));
     list.push_back(process);
   }
   return list;
@@ -68,23 +65,23 @@ MpiGroup::create(MPI_Comm comm, ProcessOwnership ownership,
        {&ownership.sourceProcesses, &ownership.targetProcesses})
     for (auto [rank, holder] : llvm::enumerate(*list))
       if (holder < 0 || holder >= size)
-        return refuse(llvm::Twine(list == &ownership.sourceProcesses
-                                      ? "source"
-                                      : "target") +
-                      " rank " + llvm::Twine(rank) + " is given to process " +
-                      llvm::Twine(holder) + ", but the communicator has " +
-                      llvm::Twine(size) + " processes");
+        return makeError(
+            llvm::Twine(list == &ownership.sourceProcesses ? "source"
+                                                           : "target") +
+            " rank " + llvm::Twine(rank) + " is given to process " +
+            llvm::Twine(holder) + ", but the communicator has " +
+            llvm::Twine(size) + " processes");
   // NaN fails the comparison; beyond kMaxTimeoutSeconds the deadline would
   // overflow the clock.
   if (!(options.timeoutSeconds > 0 &&
         options.timeoutSeconds <= kMaxTimeoutSeconds))
-    return refuse("the timeout must be a positive number of seconds up to " +
-                  llvm::Twine(kMaxTimeoutSeconds));
+    return makeError("the timeout must be a positive number of seconds up to " +
+                     llvm::Twine(kMaxTimeoutSeconds));
   if (options.batchBytes <= 0)
-    return refuse("the batch size must be positive");
+    return makeError("the batch size must be positive");
   MPI_Comm own;
   if (MPI_Comm_dup(comm, &own) != MPI_SUCCESS)
-    return refuse("cannot duplicate the MPI communicator");
+    return makeError("cannot duplicate the MPI communicator");
   std::unique_ptr<MpiGroup> group(
       new MpiGroup(own, std::move(ownership), options));
   if (options.singleCopy) {
@@ -136,9 +133,9 @@ llvm::Error MpiGroup::waitSome(llvm::MutableArrayRef<MPI_Request> requests,
     }
     if (Clock::now() > deadline) {
       broken = true;
-      return refuse("no answer within " +
-                    llvm::formatv("{0}", options.timeoutSeconds) + " s while " +
-                    what + " (a process died or hangs); giving up");
+      return makeError(
+          "no answer within " + llvm::formatv("{0}", options.timeoutSeconds) +
+          " s while " + what + " (a process died or hangs); giving up");
     }
     // Spin briefly for latency, then yield the core: processes often
     // outnumber cores.
@@ -162,14 +159,14 @@ llvm::Error MpiGroup::agree(llvm::Error local) {
   MPI_Request request;
   MPI_Iallreduce(&mine, &first, 1, MPI_INT, MPI_MIN, comm, &request);
   if (llvm::Error error = waitAll(request, "agreeing on a step's outcome"))
-    return failed ? llvm::joinErrors(refuse(message), std::move(error))
+    return failed ? llvm::joinErrors(makeError(message), std::move(error))
                   : std::move(error);
   if (first == INT_MAX)
     return llvm::Error::success();
   // Long enough for any diagnostic, bounded for the broadcast.
   int length = static_cast<int>(std::min<size_t>(message.size(), 1 << 16));
-  if (llvm::Error error = broadcast(
-          {reinterpret_cast<char *>(&length), sizeof length}, first))
+  if (llvm::Error error =
+          broadcast({reinterpret_cast<char *>(&length), sizeof length}, first))
     return error;
   std::string text(length, '\0');
   if (process == first)
@@ -177,14 +174,14 @@ llvm::Error MpiGroup::agree(llvm::Error local) {
   if (llvm::Error error = broadcast({text.data(), text.size()}, first))
     return error;
   if (process == first)
-    return refuse(message);
-  return refuse("process " + llvm::Twine(first) + " failed: " + text);
+    return makeError(message);
+  return makeError("process " + llvm::Twine(first) + " failed: " + text);
 }
 
 llvm::Error MpiGroup::reduce(std::vector<int64_t> &values,
                              Reduction reduction) {
   if (broken)
-    return refuse("the process group is broken");
+    return makeError("the process group is broken");
   MPI_Request request;
   MPI_Iallreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()),
                  MPI_INT64_T, reduction == Reduction::Max ? MPI_MAX : MPI_SUM,
@@ -194,10 +191,10 @@ llvm::Error MpiGroup::reduce(std::vector<int64_t> &values,
 
 llvm::Error MpiGroup::broadcast(llvm::MutableArrayRef<char> bytes, int root) {
   if (broken)
-    return refuse("the process group is broken");
+    return makeError("the process group is broken");
   MPI_Request request;
-  MPI_Ibcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, root,
-             comm, &request);
+  MPI_Ibcast(bytes.data(), static_cast<int>(bytes.size()), MPI_BYTE, root, comm,
+             &request);
   return waitAll(request, "hearing from process " + std::to_string(root));
 }
 

@@ -17,7 +17,8 @@
 #include "ExchangePlan.h"
 #include "NcclLibrary.h"
 
-#include "ucp/Runtime/CudaExecutor.h"
+#include "ucp/Engine/CudaKernels.h"
+#include "ucp/Support/Error.h"
 
 namespace ucp {
 
@@ -37,8 +38,8 @@ private:
   };
 
   /// Adds `program` to its element type's module, to run on `buffers`.
-  void addLaunch(std::vector<Launch> &launches, DType type,
-                 CopyProgram program, DeviceProgramBuffers buffers);
+  void addLaunch(std::vector<Launch> &launches, DType type, CopyProgram program,
+                 DeviceProgramBuffers buffers);
   /// Adds the launch that packs (unpacks) `region` at `message`.
   void addRegion(std::vector<Launch> &launches, const MessageRegion &region,
                  DeviceAddress message, bool pack);
@@ -53,7 +54,7 @@ private:
   std::vector<ExchangeItem> items;
   ExchangePlan plan;
   std::map<DType, std::vector<std::pair<std::string, CopyProgram>>> programs;
-  std::map<DType, std::unique_ptr<CudaExecutor>> executors;
+  std::map<DType, std::unique_ptr<CudaKernels>> executors;
   std::vector<Launch> packs, locals, unpacks;
   std::map<int, DeviceAddress> sendBuffers, receiveBuffers;
   /// The launches' buffer tables.
@@ -68,7 +69,7 @@ static std::vector<ExchangeItem>
 getItems(llvm::ArrayRef<DeviceProgramRun> batch) {
   std::vector<ExchangeItem> items;
   for (const DeviceProgramRun &run : batch)
-    items.push_back({run.program, run.type});
+    items.push_back({run.program, run.type, run.scalePower});
   return items;
 }
 
@@ -92,17 +93,16 @@ void NcclExchange::addLaunch(std::vector<Launch> &launches, DType type,
     return;
   auto &module = programs[type];
   launches.push_back({type, module.size(), std::move(buffers), {}});
-  module.push_back({"exchange_" + std::to_string(module.size()),
-                    std::move(program)});
+  module.push_back(
+      {"exchange_" + std::to_string(module.size()), std::move(program)});
 }
 
 void NcclExchange::addRegion(std::vector<Launch> &launches,
-                             const MessageRegion &region,
-                             DeviceAddress message, bool pack) {
+                             const MessageRegion &region, DeviceAddress message,
+                             bool pack) {
   CopyProgram program = plan.getRegionProgram(region, pack);
-  DeviceProgramBuffers buffers =
-      getRegionBuffers(program, batch[region.item].buffers,
-                       message + region.byteOffset, pack);
+  DeviceProgramBuffers buffers = getRegionBuffers(
+      program, batch[region.item].buffers, message + region.byteOffset, pack);
   addLaunch(launches, batch[region.item].type, std::move(program),
             std::move(buffers));
 }
@@ -130,9 +130,8 @@ llvm::Error NcclExchange::planLaunches() {
 
 llvm::Error NcclExchange::compileAndPrepare() {
   for (auto &[type, module] : programs) {
-    llvm::Expected<std::unique_ptr<CudaExecutor>> executor =
-        CudaExecutor::create(module, type, CudaUnitIndex::Narrowest,
-                             group.device);
+    llvm::Expected<std::unique_ptr<CudaKernels>> executor = CudaKernels::create(
+        module, type, CudaUnitIndex::Narrowest, group.device);
     if (!executor)
       return executor.takeError();
     executors[type] = std::move(*executor);
@@ -140,8 +139,9 @@ llvm::Error NcclExchange::compileAndPrepare() {
   // Uploading a table waits for the GPU: all of them before any launch.
   for (auto *launches : {&packs, &locals, &unpacks})
     for (Launch &launch : *launches) {
-      llvm::Expected<DeviceLaunch> prepared = executors.at(launch.type)->prepare(
-          launch.index, launch.buffers, tables);
+      llvm::Expected<DeviceLaunch> prepared =
+          executors.at(launch.type)
+              ->prepare(launch.index, launch.buffers, tables);
       if (!prepared)
         return prepared.takeError();
       launch.prepared = *prepared;
@@ -209,8 +209,7 @@ llvm::Error NcclExchange::run() {
 
 llvm::Error NcclGroup::execute(llvm::ArrayRef<DeviceProgramRun> batch) {
   if (broken)
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the process group is broken");
+    return makeError("the process group is broken");
   for (const DeviceProgramRun &run : batch)
     if (llvm::Error error = checkRanksOwned(*run.program, ownership))
       return error;

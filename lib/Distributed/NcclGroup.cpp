@@ -1,6 +1,7 @@
 //===- NcclGroup.cpp - The processes of MPI, one GPU each, over NCCL ------===//
 
 #include "ucp/Distributed/NcclTransfer.h"
+#include "ucp/Support/Error.h"
 
 #include "NcclLibrary.h"
 
@@ -10,10 +11,6 @@
 #include <thread>
 
 using namespace ucp;
-
-static llvm::Error refuse(const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
-}
 
 /// This process's rank among the processes of `comm` on its node
 /// (collective).
@@ -36,7 +33,7 @@ openDevice(const NcclGroupOptions &options, int localRank) {
     if (!count)
       return count.takeError();
     if (*count == 0)
-      return refuse("the CUDA driver sees no GPU");
+      return makeError("the CUDA driver sees no GPU");
     ordinal = localRank % *count;
   }
   return CudaDevice::open(ordinal);
@@ -98,8 +95,8 @@ NcclGroup::~NcclGroup() {
     (broken ? nccl->commAbort : nccl->commDestroy)(comm);
 }
 
-llvm::Expected<DeviceAddress>
-NcclGroup::getMessageBuffer(int peer, bool send, int64_t bytes) {
+llvm::Expected<DeviceAddress> NcclGroup::getMessageBuffer(int peer, bool send,
+                                                          int64_t bytes) {
   // Kept between batches: allocating synchronises the GPU.
   DeviceBuffer &buffer = (send ? sendBuffers : receiveBuffers)[peer];
   if (buffer.capacity >= bytes)
@@ -134,9 +131,9 @@ llvm::Error NcclGroup::waitForDevice(llvm::StringRef what) {
       if (!idle || *idle)
         return idle.takeError();
       if (Clock::now() > deadline)
-        error = refuse("no answer within " + llvm::formatv("{0}", seconds) +
-                       " s while " + what +
-                       " (a process died or hangs); giving up");
+        error = makeError("no answer within " + llvm::formatv("{0}", seconds) +
+                          " s while " + what +
+                          " (a process died or hangs); giving up");
     }
     if (error) {
       // The transfers in flight never end: only aborting frees the GPU.

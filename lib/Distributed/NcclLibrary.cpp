@@ -1,6 +1,7 @@
 //===- NcclLibrary.cpp - NCCL, loaded at run time -------------------------===//
 
 #include "NcclLibrary.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/DynamicLibrary.h"
 
@@ -9,11 +10,10 @@ using namespace ucp;
 llvm::Error NcclLibrary::fail(ncclResult_t result,
                               const llvm::Twine &what) const {
   const char *text = getErrorString ? getErrorString(result) : nullptr;
-  return llvm::createStringError(
-      llvm::inconvertibleErrorCode(),
-      "NCCL failed " + what.str() + ": " +
-          (text ? std::string(text)
-                : "error " + std::to_string(static_cast<int>(result))));
+  return makeError("NCCL failed " + what.str() + ": " +
+                   (text
+                        ? std::string(text)
+                        : "error " + std::to_string(static_cast<int>(result))));
 }
 
 /// Loads NCCL; an error string when it cannot.
@@ -56,6 +56,6 @@ llvm::Expected<const NcclLibrary &> NcclLibrary::get() {
   static NcclLibrary nccl;
   static const std::string failure = load(nccl);
   if (!failure.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), failure);
+    return makeError(failure);
   return nccl;
 }

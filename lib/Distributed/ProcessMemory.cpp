@@ -1,6 +1,7 @@
 //===- ProcessMemory.cpp - Reading another process's memory ---------------===//
 
 #include "ProcessMemory.h"
+#include "ucp/Support/Error.h"
 
 #include <cerrno>
 #include <climits>
@@ -104,17 +105,14 @@ llvm::Error ucp::readProcessMemory(pid_t pid, llvm::ArrayRef<iovec> local,
     ssize_t read = process_vm_readv(pid, toRuns.data(), toRuns.size(),
                                     fromRuns.data(), fromRuns.size(), 0);
     if (read != static_cast<ssize_t>(bytes))
-      return llvm::createStringError(
-          llvm::inconvertibleErrorCode(),
-          "cannot read the memory of process " + std::to_string(pid) +
-              " (a peer on this node): " +
-              (read < 0 ? std::strerror(errno) : "a short read"));
+      return makeError("cannot read the memory of process " +
+                       std::to_string(pid) + " (a peer on this node): " +
+                       (read < 0 ? std::strerror(errno) : "a short read"));
     to.advance(bytes);
     from.advance(bytes);
   }
   if (to.index < local.size() || from.index < remote.size())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "the runs of a read differ in size");
+    return makeError("the runs of a read differ in size");
   return llvm::Error::success();
 }
 
@@ -139,8 +137,8 @@ NodePeers ucp::findNodePeers(MPI_Comm comm) {
   MPI_Group_free(&nodeGroup);
   MPI_Group_free(&group);
   MPI_Comm_free(&node);
-  PeerCard mine{leader, getpid(), static_cast<int64_t>(
-                                      reinterpret_cast<uintptr_t>(&probe))};
+  PeerCard mine{leader, getpid(),
+                static_cast<int64_t>(reinterpret_cast<uintptr_t>(&probe))};
   std::vector<PeerCard> cards(size);
   MPI_Allgather(&mine, 3, MPI_INT64_T, cards.data(), 3, MPI_INT64_T, comm);
   NodePeers peers;

@@ -2,6 +2,9 @@
 
 #include "ucp/Layout/BlockLayout.h"
 #include "ucp/Canonical/Canonicalize.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -51,8 +54,7 @@ findHolders(llvm::StringRef name, ArrayRef<int64_t> cuts,
     }
   }
   if (std::string error = checkLocationCount(entries); !error.empty())
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + name + "': " + error);
+    return makeError("parameter '" + name + "': " + error);
   std::vector<llvm::SmallVector<int64_t, 4>> holders(segments);
   for (auto [rank, runs] : llvm::enumerate(runsByRank))
     for (const IndexRun &run : runs)

@@ -3,6 +3,8 @@
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/BlockLayout.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -11,8 +13,7 @@
 using namespace ucp;
 
 static llvm::Error refuse(const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "expert placement: " + why.str());
+  return makeError("expert placement: " + why.str());
 }
 
 llvm::Expected<ExpertPlacement>

@@ -2,6 +2,9 @@
 
 #include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/Regex.h"
 
@@ -11,9 +14,7 @@ using llvm::Expected;
 namespace {
 
 llvm::Error refuse(const LegacyParam &param, const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "parameter '" + param.name +
-                                     "': " + why.str());
+  return makeError("parameter '" + param.name + "': " + why.str());
 }
 
 /// Returns whether `pattern` matches `name` at its start (Python's
@@ -22,11 +23,10 @@ Expected<bool> matches(llvm::StringRef pattern, llvm::StringRef name) {
   llvm::Regex regex(("^(" + pattern + ")").str());
   std::string error;
   if (!regex.isValid(error))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "pattern '" + pattern.str() +
-                                       "' is not a regex this reader "
-                                       "understands: " +
-                                       error);
+    return makeError("pattern '" + pattern.str() +
+                     "' is not a regex this reader "
+                     "understands: " +
+                     error);
   return regex.match(name);
 }
 

@@ -12,6 +12,9 @@
 #include "ucp/Analysis/BoxDecomposition.h"
 #include "ucp/Analysis/BoxSweep.h"
 #include "ucp/Canonical/LocationAssignment.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -21,8 +24,7 @@ using namespace ucp;
 using llvm::Expected;
 
 static llvm::Error refuse(const ParamMap &map, const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "parameter '" + map.name + "': " + why.str());
+  return makeError("parameter '" + map.name + "': " + why.str());
 }
 
 /// Returns where `box`'s mapping puts the element `at` (inside the box).

@@ -7,6 +7,9 @@
 
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Layout/BlockLayout.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/CheckedArithmetic.h"
 #include "llvm/Support/MathExtras.h"
@@ -18,8 +21,7 @@ using llvm::ArrayRef;
 using llvm::Expected;
 
 static llvm::Error refuse(llvm::StringRef name, const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "layout of '" + name + "': " + why.str());
+  return makeError("layout of '" + name + "': " + why.str());
 }
 
 /// The sum of `values`, or nullopt where it leaves int64.

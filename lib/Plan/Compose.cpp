@@ -3,7 +3,9 @@
 #include "ucp/Plan/Compose.h"
 #include "ucp/Analysis/BoxSweep.h"
 #include "ucp/Canonical/Canonicalize.h"
+#include "ucp/Map/Indexing.h"
 #include "ucp/Plan/SegmentStacking.h"
+#include "ucp/Support/Error.h"
 
 using namespace ucp;
 using llvm::ArrayRef;
@@ -279,9 +281,7 @@ llvm::Expected<TransferPlan> ucp::composeMaps(const ParamMap &source,
                                               const ReplicaPolicy &policy,
                                               SentElements &sent) {
   auto refuse = [&](const llvm::Twine &why) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "parameter '" + source.name +
-                                       "': " + why.str());
+    return makeError("parameter '" + source.name + "': " + why.str());
   };
   // The rows both sides hold for real: all of F, or [0, V) of a padded
   // vocabulary.

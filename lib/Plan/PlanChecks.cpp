@@ -1,6 +1,8 @@
 //===- PlanChecks.cpp - Local invariants of transfer plans ----------------===//
 
 #include "ucp/Analysis/BoxSweep.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
 #include "ucp/Plan/TransferPlan.h"
 
 #include "llvm/ADT/StringSwitch.h"

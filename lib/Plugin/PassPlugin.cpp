@@ -9,7 +9,7 @@
 
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
-#include "ucp/IO/MapTranslation.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 
 #include "mlir/Tools/Plugins/PassPlugin.h"
 #include "llvm/Config/llvm-config.h"

@@ -1,6 +1,7 @@
 //===- InputFile.cpp - Reading the tools' inputs safely -------------------===//
 
 #include "ucp/Support/InputFile.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/ADT/SmallString.h"
 #include "llvm/Support/FileSystem.h"
@@ -15,11 +16,6 @@
 #include <unistd.h>
 
 using namespace ucp;
-
-static llvm::Error refuse(llvm::StringRef path, const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 path + ": " + why.str());
-}
 
 const char *ucp::describeFileKind(unsigned mode) {
   if (S_ISREG(mode))
@@ -49,14 +45,14 @@ readStandardInput(const InputOptions &options) {
     if (got < 0 && errno == EINTR)
       continue;
     if (got < 0)
-      return refuse("<stdin>",
-                    std::string("cannot read: ") + std::strerror(errno));
+      return makeError("<stdin>",
+                       std::string("cannot read: ") + std::strerror(errno));
     if (got == 0)
       break;
     if (static_cast<int64_t>(bytes.size()) + got > kMaxStandardInputBytes)
-      return refuse("<stdin>", "standard input holds more than " +
-                                   std::to_string(kMaxStandardInputBytes) +
-                                   " bytes; give a file instead");
+      return makeError("<stdin>", "standard input holds more than " +
+                                      std::to_string(kMaxStandardInputBytes) +
+                                      " bytes; give a file instead");
     bytes.append(chunk, chunk + got);
   }
   // Such a buffer is NUL-terminated too, whatever `options` ask.
@@ -64,7 +60,7 @@ readStandardInput(const InputOptions &options) {
       llvm::WritableMemoryBuffer::getNewUninitMemBuffer(bytes.size(), "<stdin>",
                                                         options.alignment);
   if (!buffer)
-    return refuse("<stdin>", "out of memory");
+    return makeError("<stdin>", "out of memory");
   std::copy(bytes.begin(), bytes.end(), buffer->getBufferStart());
   return std::move(buffer);
 }
@@ -80,18 +76,19 @@ ucp::readInputFile(llvm::StringRef path, const InputOptions &options) {
   int fd =
       ::open(nullTerminatedPath.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0)
-    return refuse(path, std::string("cannot open: ") + std::strerror(errno));
+    return makeError(path, std::string("cannot open: ") + std::strerror(errno));
   struct stat status;
   if (::fstat(fd, &status) != 0) {
     int error = errno;
     ::close(fd);
-    return refuse(path, std::string("cannot stat: ") + std::strerror(error));
+    return makeError(path, std::string("cannot stat: ") + std::strerror(error));
   }
   if (!S_ISREG(status.st_mode)) {
     ::close(fd);
-    return refuse(path, std::string("is ") + describeFileKind(status.st_mode) +
-                            ", not a regular file; inputs must be regular "
-                            "files, or '-' for standard input");
+    return makeError(path, std::string("is ") +
+                               describeFileKind(status.st_mode) +
+                               ", not a regular file; inputs must be regular "
+                               "files, or '-' for standard input");
   }
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> buffer =
       llvm::MemoryBuffer::getOpenFile(
@@ -99,7 +96,7 @@ ucp::readInputFile(llvm::StringRef path, const InputOptions &options) {
           options.nullTerminated, /*IsVolatile=*/false, options.alignment);
   ::close(fd);
   if (!buffer)
-    return refuse(path, "cannot read: " + buffer.getError().message());
+    return makeError(path, "cannot read: " + buffer.getError().message());
   return std::move(*buffer);
 }
 
@@ -110,8 +107,8 @@ ucp::readTextInputFile(llvm::StringRef path, TextSyntax syntax) {
   if (!text)
     return text.takeError();
   if (llvm::Error error = checkNestingDepth((*text)->getBuffer(), syntax))
-    return refuse(path == "-" ? "<stdin>" : path,
-                  llvm::toString(std::move(error)));
+    return makeError(path == "-" ? "<stdin>" : path,
+                     llvm::toString(std::move(error)));
   return text;
 }
 

@@ -1,6 +1,7 @@
 //===- MappedOutputFile.cpp - An output written through a mapping ---------===//
 
 #include "ucp/Support/MappedOutputFile.h"
+#include "ucp/Support/Error.h"
 
 #include <cerrno>
 #include <cstring>
@@ -10,11 +11,6 @@
 using namespace ucp;
 namespace fs = llvm::sys::fs;
 
-static llvm::Error refuse(llvm::StringRef path, const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 path + ": " + why.str());
-}
-
 llvm::Expected<std::unique_ptr<MappedOutputFile>>
 MappedOutputFile::create(llvm::StringRef path, uint64_t size) {
   auto file = std::unique_ptr<MappedOutputFile>(new MappedOutputFile());
@@ -22,8 +18,8 @@ MappedOutputFile::create(llvm::StringRef path, uint64_t size) {
   if (!output)
     return output.takeError();
   if ((*output)->isStandardOutput())
-    return refuse(path, "this file is written through a mapping, so it "
-                        "needs a file, not standard output");
+    return makeError(path, "this file is written through a mapping, so it "
+                           "needs a file, not standard output");
   file->output = std::move(*output);
   file->size = size;
   if (llvm::Error error = file->output->reserve(size))
@@ -34,7 +30,7 @@ MappedOutputFile::create(llvm::StringRef path, uint64_t size) {
         fs::convertFDToNativeFile(file->output->getDescriptor()),
         fs::mapped_file_region::readwrite, size, 0, ec);
     if (ec)
-      return refuse(path, "cannot map the output: " + ec.message());
+      return makeError(path, "cannot map the output: " + ec.message());
   }
   return file;
 }
@@ -48,8 +44,9 @@ llvm::Error MappedOutputFile::flush(bool durable) {
   if (!region)
     return llvm::Error::success();
   if (durable && ::msync(region->data(), region->size(), MS_SYNC) != 0)
-    return refuse(getPath(), std::string("cannot write the output to disk: ") +
-                                 std::strerror(errno));
+    return makeError(getPath(),
+                     std::string("cannot write the output to disk: ") +
+                         std::strerror(errno));
   region.reset(); // Unmaps; the page cache writes the pages back.
   return llvm::Error::success();
 }

@@ -1,6 +1,7 @@
 //===- NestingDepth.cpp - Bounding the nesting of text inputs -------------===//
 
 #include "ucp/Support/NestingDepth.h"
+#include "ucp/Support/Error.h"
 
 using namespace ucp;
 
@@ -38,12 +39,11 @@ llvm::Error ucp::checkNestingDepth(llvm::StringRef text, TextSyntax syntax) {
     case '[':
     case '{':
       if (++depth > kMaxNestingDepth)
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "line " + std::to_string(line) + ", column " +
-                std::to_string(i - lineStart + 1) + ": nesting deeper than " +
-                std::to_string(kMaxNestingDepth) +
-                " levels, which no map, plan or file header needs");
+        return makeError("line " + std::to_string(line) + ", column " +
+                         std::to_string(i - lineStart + 1) +
+                         ": nesting deeper than " +
+                         std::to_string(kMaxNestingDepth) +
+                         " levels, which no map, plan or file header needs");
       break;
     case '>':
       // `->` and `>=` are not brackets.

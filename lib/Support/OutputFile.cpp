@@ -1,6 +1,7 @@
 //===- OutputFile.cpp - Writing the tools' outputs safely -----------------===//
 
 #include "ucp/Support/OutputFile.h"
+#include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -19,11 +20,6 @@
 
 using namespace ucp;
 namespace fs = llvm::sys::fs;
-
-static llvm::Error refuse(llvm::StringRef path, const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 path + ": " + why.str());
-}
 
 /// This host's name as temporaries carry it: letters, digits and dots.
 static const std::string &getHostTag() {
@@ -93,31 +89,33 @@ static llvm::Expected<Destination> resolveDestination(llvm::StringRef path) {
   struct stat status;
   if (::lstat(text.c_str(), &status) != 0) {
     if (errno != ENOENT)
-      return refuse(path, std::string("cannot stat: ") + std::strerror(errno));
+      return makeError(path,
+                       std::string("cannot stat: ") + std::strerror(errno));
     llvm::SmallString<256> folder(llvm::sys::path::parent_path(path));
     if (folder.empty())
       folder = ".";
     if (!fs::is_directory(folder))
-      return refuse(path,
-                    "cannot write: the folder " + folder + " does not exist");
+      return makeError(path, "cannot write: the folder " + folder +
+                                 " does not exist");
     return Destination{path.str(), std::nullopt};
   }
   std::string destination = path.str();
   if (S_ISLNK(status.st_mode)) {
     llvm::SmallString<256> resolved;
     if (fs::real_path(path, resolved))
-      return refuse(path, "is a symbolic link to a file that does not "
-                          "exist; write to the file it should point to");
+      return makeError(path, "is a symbolic link to a file that does not "
+                             "exist; write to the file it should point to");
     destination = resolved.str().str();
     if (::stat(destination.c_str(), &status) != 0)
-      return refuse(path, std::string("cannot stat: ") + std::strerror(errno));
+      return makeError(path,
+                       std::string("cannot stat: ") + std::strerror(errno));
   }
   if (!S_ISREG(status.st_mode))
-    return refuse(path, std::string("exists and is ") +
-                            describeFileKind(status.st_mode) +
-                            ", not a regular file; outputs never replace "
-                            "anything else (write to '-' and redirect "
-                            "standard output instead)");
+    return makeError(path, std::string("exists and is ") +
+                               describeFileKind(status.st_mode) +
+                               ", not a regular file; outputs never replace "
+                               "anything else (write to '-' and redirect "
+                               "standard output instead)");
   return Destination{destination, status.st_mode & 07777};
 }
 
@@ -139,8 +137,8 @@ OutputFile::create(llvm::StringRef path) {
                       std::to_string(::getpid()) + "-%%%%%%";
   if (std::error_code ec =
           fs::createUniqueFile(model, file->descriptor, temporary))
-    return refuse(path,
-                  "cannot create a temporary file beside it: " + ec.message());
+    return makeError(path, "cannot create a temporary file beside it: " +
+                               ec.message());
   file->temporary = temporary.str().str();
   // A replaced file keeps its permissions: a private file stays private.
   if (destination->replacedMode)
@@ -171,12 +169,13 @@ llvm::raw_ostream &OutputFile::os() {
 
 llvm::Error OutputFile::reserve(uint64_t size) {
   if (std::error_code ec = fs::resize_file(descriptor, size))
-    return refuse(path, "cannot size the output: " + ec.message());
+    return makeError(path, "cannot size the output: " + ec.message());
 #if defined(__linux__)
   if (::fallocate(descriptor, 0, 0, static_cast<off_t>(size)) != 0 &&
       errno != EOPNOTSUPP && errno != ENOSYS)
-    return refuse(path, "cannot reserve " + std::to_string(size) +
-                            " bytes for the output: " + std::strerror(errno));
+    return makeError(path,
+                     "cannot reserve " + std::to_string(size) +
+                         " bytes for the output: " + std::strerror(errno));
 #endif
   return llvm::Error::success();
 }
@@ -188,8 +187,8 @@ llvm::Error OutputFile::writeAt(uint64_t offset, llvm::StringRef bytes) {
     if (written < 0 && errno == EINTR)
       continue;
     if (written <= 0)
-      return refuse(path, std::string("cannot write: ") +
-                              std::strerror(written < 0 ? errno : ENOSPC));
+      return makeError(path, std::string("cannot write: ") +
+                                 std::strerror(written < 0 ? errno : ENOSPC));
     bytes = bytes.drop_front(written);
     offset += written;
   }
@@ -207,18 +206,18 @@ llvm::Error OutputFile::commit(bool durable) {
     if (stream->has_error()) {
       std::error_code ec = stream->error();
       stream->clear_error();
-      return refuse(path, "cannot write: " + ec.message());
+      return makeError(path, "cannot write: " + ec.message());
     }
   }
   if (durable && ::fsync(descriptor) != 0)
-    return refuse(path,
-                  std::string("cannot write to disk: ") + std::strerror(errno));
+    return makeError(path, std::string("cannot write to disk: ") +
+                               std::strerror(errno));
   stream.reset();
   ::close(descriptor);
   descriptor = -1;
   if (std::error_code ec = fs::rename(temporary, destination))
-    return refuse(path, "cannot rename the finished file into place: " +
-                            ec.message());
+    return makeError(path, "cannot rename the finished file into place: " +
+                               ec.message());
   committed = true;
   llvm::sys::DontRemoveFileOnSignal(temporary);
   return llvm::Error::success();
@@ -281,18 +280,18 @@ OutputFolder::create(llvm::StringRef path) {
   folder->path = path.str();
   struct stat status;
   if (::lstat(folder->path.c_str(), &status) == 0)
-    return refuse(path, std::string("exists (") +
-                            describeFileKind(status.st_mode) +
-                            "); the output folder must be new, so that "
-                            "nothing in it is replaced or mixed with what "
-                            "was there");
+    return makeError(path, std::string("exists (") +
+                               describeFileKind(status.st_mode) +
+                               "); the output folder must be new, so that "
+                               "nothing in it is replaced or mixed with what "
+                               "was there");
   std::string parent = getParent(path);
   for (llvm::StringRef at = parent; !at.empty() && !fs::exists(at);
        at = llvm::sys::path::parent_path(at))
     folder->madeParents.push_back(at.str());
   if (std::error_code ec = fs::create_directories(parent))
-    return refuse(path,
-                  "cannot create the folder " + parent + ": " + ec.message());
+    return makeError(path, "cannot create the folder " + parent + ": " +
+                               ec.message());
   removeStaleTemporaries(parent);
   // Unique as createUniqueFile's names are, but a folder.
   for (int attempt = 0;; ++attempt) {
@@ -306,8 +305,8 @@ OutputFolder::create(llvm::StringRef path) {
       break;
     }
     if (ec != std::errc::file_exists || attempt == 100)
-      return refuse(path, "cannot create a temporary folder beside it: " +
-                              ec.message());
+      return makeError(path, "cannot create a temporary folder beside it: " +
+                                 ec.message());
   }
   return folder;
 }
@@ -324,19 +323,19 @@ OutputFolder::~OutputFolder() {
 llvm::Error OutputFolder::commit(bool durable) {
   if (durable)
     if (std::error_code ec = syncFileSystem(temporary))
-      return refuse(path, "cannot write to disk: " + ec.message());
+      return makeError(path, "cannot write to disk: " + ec.message());
   // rename(2) onto an existing empty folder would succeed: check again.
   if (fs::exists(path))
-    return refuse(path, "appeared while the output was being written; "
-                        "nothing was written");
+    return makeError(path, "appeared while the output was being written; "
+                           "nothing was written");
   if (std::error_code ec = fs::rename(temporary, path))
-    return refuse(path, "cannot rename the finished folder into place: " +
-                            ec.message());
+    return makeError(path, "cannot rename the finished folder into place: " +
+                               ec.message());
   committed = true;
   if (durable)
     if (std::error_code ec = syncFolder(getParent(path)))
-      return refuse(path, "is in place, but its folder could not be synced "
-                          "to disk: " +
-                              ec.message());
+      return makeError(path, "is in place, but its folder could not be synced "
+                             "to disk: " +
+                                 ec.message());
   return llvm::Error::success();
 }

@@ -62,7 +62,7 @@ def reshard_mpi(comm, source_maps, target_maps,
     gathered = comm.allgather(mine_types)
     items, outputs, keep = [], {}, []
     for plan in plans:
-        program = _core.lower(plan, power)
+        program = _core.lower(plan)
         held = shards.get(plan.name, {})
         inputs = inputs_of[plan.name]
         known = sorted({d for types in gathered for d in types[plan.name]})
@@ -79,7 +79,7 @@ def reshard_mpi(comm, source_maps, target_maps,
         items.append(_core.MpiItem(
             program, {r: (b.address, b.elements) for r, b in inputs.items()},
             {r: (b.address, b.elements) for r, b in written.items()},
-            known[0], plan.name))
+            known[0], plan.name, power))
         outputs[plan.name] = (plan, mine)
     _core.execute_mpi(comm, items, sources, targets, threads, timeout)
     for inputs, written in keep:

@@ -133,7 +133,7 @@ def run_plan(plan, sources: Mapping[int, Array],
     (allocated where not given, in the plan's shard shapes). Every source
     shard the plan reads and every target shard it writes must be there,
     of the plan's size and of one dtype."""
-    program = _core.lower(plan, scale_power)
+    program = _core.lower(plan)
     missing = [r for r in program.source_elements if r not in sources]
     if missing:
         raise KeyError(f"parameter '{plan.name}': no source shard of rank "
@@ -156,7 +156,7 @@ def run_plan(plan, sources: Mapping[int, Array],
     _core.execute(program,
                   {r: (b.address, b.elements) for r, b in inputs.items()},
                   {r: (b.address, b.elements) for r, b in outputs.items()},
-                  types.pop(), threads, plan.name)
+                  types.pop(), threads, plan.name, scale_power)
     for buffer in outputs.values():
         buffer.finish()
     return targets

@@ -10,11 +10,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "Bindings.h"
-#include "ucp/IO/DeepSpeedCheckpoint.h"
-#include "ucp/IO/Safetensors.h"
-#include "ucp/Universal/Export.h"
-#include "ucp/Universal/Retarget.h"
-#include "ucp/Universal/UniversalConversion.h"
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/DeepSpeed/Retarget.h"
+#include "ucp/DeepSpeed/UniversalConversion.h"
+#include "ucp/Formats/Safetensors/Safetensors.h"
+#include "ucp/Jobs/Export.h"
 
 using namespace ucp;
 using namespace ucp::python;

@@ -11,10 +11,11 @@
 #include "Bindings.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Canonical/Canonicalize.h"
-#include "ucp/IO/MapDocument.h"
-#include "ucp/IO/MapTranslation.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Plan/CopyProgram.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -27,8 +27,8 @@ using Buffers = std::map<int64_t, std::pair<uintptr_t, int64_t>>;
 /// ranks of `elements` this process holds.
 void checkHeldBuffers(const std::map<int64_t, int64_t> &elements,
                       const Buffers &buffers,
-                      llvm::function_ref<bool(int64_t)> holds,
-                      const char *side, const std::string &name) {
+                      llvm::function_ref<bool(int64_t)> holds, const char *side,
+                      const std::string &name) {
   for (const auto &[rank, count] : elements) {
     auto found = buffers.find(rank);
     if (!holds(rank)) {
@@ -44,8 +44,8 @@ void checkHeldBuffers(const std::map<int64_t, int64_t> &elements,
                             ", which this process holds");
     if (found->second.second != count)
       throw py::value_error("parameter '" + name + "': the " + side +
-                            " shard of rank " + std::to_string(rank) +
-                            " has " + std::to_string(found->second.second) +
+                            " shard of rank " + std::to_string(rank) + " has " +
+                            std::to_string(found->second.second) +
                             " elements, but the map describes " +
                             std::to_string(count));
   }
@@ -56,6 +56,7 @@ struct MpiItem {
   const CopyProgram *program;
   Buffers sources, targets;
   std::string dtype, name;
+  int scalePower = 1;
 };
 
 void executeMpi(py::object comm, const std::vector<MpiItem> &items,
@@ -69,6 +70,7 @@ void executeMpi(py::object comm, const std::vector<MpiItem> &items,
   MPI_Comm communicator = *PyMPIComm_Get(comm.ptr());
   MpiGroupOptions options;
   options.timeoutSeconds = timeout;
+  options.threads = threads;
   std::unique_ptr<MpiGroup> group = unwrap(MpiGroup::create(
       communicator, {sourceProcesses, targetProcesses}, options));
   std::vector<ProgramRun> batch;
@@ -85,9 +87,13 @@ void executeMpi(py::object comm, const std::vector<MpiItem> &items,
         item.program->targetElements, item.targets,
         [&](int64_t rank) { return group->holdsTarget(rank); }, "target",
         item.name);
-    if (llvm::Error error = checkFactors(*item.program, *type, item.name))
+    if (llvm::Error error =
+            checkScalePower(*item.program, item.name, item.scalePower))
       raise(std::move(error));
-    ProgramRun run{item.program, {}, *type};
+    if (llvm::Error error =
+            checkFactors(*item.program, *type, item.name, item.scalePower))
+      raise(std::move(error));
+    ProgramRun run{item.program, {}, *type, item.scalePower, item.name};
     for (const auto &[rank, buffer] : item.sources)
       run.buffers.sources[rank] = reinterpret_cast<const void *>(buffer.first);
     for (const auto &[rank, buffer] : item.targets)
@@ -100,7 +106,7 @@ void executeMpi(py::object comm, const std::vector<MpiItem> &items,
     // Every process checked its own buffers; a process that refused them
     // has raised and will not join, so the others time out rather than
     // move half a batch.
-    error = group->execute(batch, threads);
+    error = group->execute(batch);
   }
   if (error)
     raise(std::move(error));
@@ -115,9 +121,10 @@ void ucp::python::bindMpi(py::module_ &m) {
                       "(address, elements) of the shards this process "
                       "holds.")
       .def(py::init<const CopyProgram *, Buffers, Buffers, std::string,
-                    std::string>(),
+                    std::string, int>(),
            py::arg("program"), py::arg("sources"), py::arg("targets"),
-           py::arg("dtype"), py::arg("name"), py::keep_alive<1, 2>());
+           py::arg("dtype"), py::arg("name"), py::arg("scale_power") = 1,
+           py::keep_alive<1, 2>());
   m.def("execute_mpi", &executeMpi, py::arg("comm"), py::arg("items"),
         py::arg("source_processes"), py::arg("target_processes"),
         py::arg("threads") = 0, py::arg("timeout") = 300.0,

@@ -10,11 +10,12 @@
 
 #include "Bindings.h"
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/IO/MapTranslation.h"
-#include "ucp/IO/PlanDocument.h"
+#include "ucp/Checkpoint/Invariants.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
+#include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Formats/Json/PlanDocument.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Run/Transfer.h"
-#include "ucp/Runtime/CpuExecutor.h"
+#include "ucp/Plan/Planner.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -36,7 +37,7 @@ static ReplicaPolicy getPolicy(const std::string &name, int64_t ranksPerNode) {
 }
 
 /// Plans every parameter of `sources` into the same-named one of
-/// `targets`, each map verified first.
+/// `targets` with the planner, each map verified first.
 static std::vector<TransferPlan>
 compose(const std::vector<ParamMap> &sources,
         const std::vector<ParamMap> &targets, const std::string &policyName,
@@ -45,36 +46,15 @@ compose(const std::vector<ParamMap> &sources,
   ReplicaPolicy policy = getPolicy(policyName, ranksPerNode);
   policy.sourceProcesses = sourceProcesses;
   policy.targetProcesses = targetProcesses;
-  llvm::StringMap<const ParamMap *> byName;
-  for (const ParamMap &target : targets)
-    if (!byName.try_emplace(target.name, &target).second)
-      throw py::value_error("parameter '" + target.name +
-                            "' is described twice in the target maps");
-  for (const ParamMap &map : sources) {
-    if (!byName.count(map.name))
-      throw py::value_error("parameter '" + map.name +
-                            "' is in the source maps but not in the target "
-                            "maps");
-  }
-  if (sources.size() != targets.size())
-    for (const ParamMap &target : targets)
-      if (llvm::none_of(sources, [&](const ParamMap &s) {
-            return s.name == target.name;
-          }))
-        throw py::value_error("parameter '" + target.name +
-                              "' is in the target maps but not in the source "
-                              "maps");
-  std::vector<TransferPlan> plans;
-  SentElements sent;
-  for (const ParamMap &source : sources) {
-    const ParamMap &target = *byName.lookup(source.name);
-    for (auto [side, map] : {std::pair{"source", &source}, {"target", &target}})
-      if (llvm::Error error = checkParamMap(*map))
-        throw py::value_error(std::string(side) +
-                              " map: " + llvm::toString(std::move(error)));
-    plans.push_back(unwrap(composeMaps(source, target, policy, sent)));
-  }
-  return plans;
+  llvm::Expected<std::vector<TransferPlan>> plans = [&] {
+    py::gil_scoped_release release;
+    return composeTransfers(
+        sources, targets, policy,
+        {"source maps", "target maps", "source map", "target map"});
+  }();
+  if (!plans)
+    throw py::value_error(llvm::toString(plans.takeError()));
+  return std::move(*plans);
 }
 
 /// Checks that `buffers` holds exactly the ranks and elements `elements`
@@ -100,15 +80,17 @@ static void
 execute(const CopyProgram &program,
         const std::map<int64_t, std::pair<uintptr_t, int64_t>> &sources,
         const std::map<int64_t, std::pair<uintptr_t, int64_t>> &targets,
-        const std::string &typeName, unsigned threads,
-        const std::string &name) {
+        const std::string &typeName, unsigned threads, const std::string &name,
+        int scalePower) {
   std::optional<DType> type = parseDTypeName(typeName);
   if (!type)
     throw py::value_error("dtype '" + typeName +
                           "' is not one affine-ucp moves");
   checkBuffers(program.sourceElements, sources, "source");
   checkBuffers(program.targetElements, targets, "target");
-  if (llvm::Error error = checkFactors(program, *type, name))
+  if (llvm::Error error = checkScalePower(program, name, scalePower))
+    raise(std::move(error));
+  if (llvm::Error error = checkFactors(program, *type, name, scalePower))
     raise(std::move(error));
   ProgramBuffers buffers;
   for (const auto &[rank, buffer] : sources)
@@ -116,7 +98,7 @@ execute(const CopyProgram &program,
   for (const auto &[rank, buffer] : targets)
     buffers.targets[rank] = reinterpret_cast<void *>(buffer.first);
   py::gil_scoped_release release;
-  executeOnCpu(program, buffers, *type, threads);
+  executeOnCpu({&program, buffers, *type, scalePower}, threads);
 }
 
 static void bindPlanTypes(py::module_ &m) {
@@ -172,8 +154,8 @@ static void bindPlanTypes(py::module_ &m) {
       .def_readonly("segments", &TransferPlan::segments)
       .def_readonly("fills", &TransferPlan::fills);
   py::class_<CopyProgram>(m, "CopyProgram",
-                          "A plan lowered to strided copies at one scale "
-                          "power, ready to execute.")
+                          "A plan lowered to strided copies, ready to "
+                          "execute at any scale power.")
       .def_readonly("source_elements", &CopyProgram::sourceElements)
       .def_readonly("target_elements", &CopyProgram::targetElements)
       .def_property_readonly("copies", [](const CopyProgram &p) {
@@ -212,19 +194,13 @@ void ucp::python::bindPlans(py::module_ &m) {
             [&](llvm::raw_ostream &os) { printPlanSummary(plans, os); });
       },
       py::arg("plans"), "The summary table of `plans`.");
-  m.def(
-      "lower",
-      [](const TransferPlan &plan, int scalePower) {
-        if (llvm::Error error = checkScalePower(plan, scalePower))
-          raise(std::move(error));
-        return lowerPlan(getExecutablePlan(plan, scalePower));
-      },
-      py::arg("plan"), py::arg("scale_power") = 1,
-      "The copy program of `plan` for tensors carrying scale^scale_power.");
+  m.def("lower", &lowerPlan, py::arg("plan"),
+        "The copy program of `plan`, for every state of its parameter.");
   m.def("execute", &execute, py::arg("program"), py::arg("sources"),
         py::arg("targets"), py::arg("dtype"), py::arg("threads") = 0,
-        py::arg("name") = "",
-        "Runs `program` on the CPU: sources and targets map each rank to "
+        py::arg("name") = "", py::arg("scale_power") = 1,
+        "Runs `program` on the CPU for tensors carrying "
+        "scale^scale_power: sources and targets map each rank to "
         "(address, elements) of a buffer of `dtype`. The GIL is released.");
   m.def(
       "check_replicas",

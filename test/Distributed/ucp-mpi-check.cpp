@@ -19,10 +19,11 @@
 #include "RandomPlans.h"
 #include "ucp/Distributed/MpiTransfer.h"
 #include "ucp/Distributed/NcclTransfer.h"
+#include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CopyProgram.h"
-#include "ucp/Runtime/CpuExecutor.h"
+#include "ucp/Plan/CopyProgram.h"
+#include "ucp/Support/Error.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -57,7 +58,7 @@ CheckedProgram prepare(const TransferPlan &plan, DType type, uint64_t seed) {
     checked.targets[rank].assign(elements * size, '\x5a');
     all.targets[rank] = checked.expected[rank].data();
   }
-  executeOnCpu(checked.program, all, type, 1);
+  executeOnCpu({&checked.program, all, type}, 1);
   return checked;
 }
 
@@ -127,7 +128,7 @@ int64_t runOverMpi(std::vector<CheckedProgram> &batch,
         run.buffers.targets[rank] = data.data();
     runs.push_back(std::move(run));
   }
-  if (llvm::Error error = group->execute(runs, 2))
+  if (llvm::Error error = group->execute(runs))
     fail(process, std::move(error));
   return group->getBytesSent();
 }
@@ -183,8 +184,8 @@ int64_t runOverNccl(std::vector<CheckedProgram> &batch,
       std::vector<char> &data = checked.targets[rank];
       if (data.empty())
         continue;
-      if (llvm::Error error = group.getDevice()->copyToHost(
-              data.data(), address, data.size()))
+      if (llvm::Error error =
+              group.getDevice()->copyToHost(data.data(), address, data.size()))
         fail(process, std::move(error));
     }
   return group.getBytesSent();
@@ -201,9 +202,7 @@ int main(int argc, char **argv) {
   int perType = argc > 2 ? std::atoi(argv[2]) : 20;
   llvm::StringRef transport = argc > 3 ? argv[3] : "mpi";
   if (transport != "mpi" && transport != "mpi-staged" && transport != "nccl")
-    fail(process,
-         llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                 "the transport is mpi, mpi-staged or nccl"));
+    fail(process, makeError("the transport is mpi, mpi-staged or nccl"));
   bool overNccl = transport == "nccl";
   double timeoutSeconds = argc > 4 ? std::atof(argv[4]) : 60;
   std::mt19937_64 rng(seed);
@@ -228,8 +227,9 @@ int main(int argc, char **argv) {
       MpiGroupOptions options;
       options.timeoutSeconds = timeoutSeconds;
       options.singleCopy = transport == "mpi";
+      options.threads = 2;
       bytesSent += (overNccl ? runOverNccl : runOverMpi)(batch, ownership,
-                                                       options, process);
+                                                         options, process);
       auto holdsTarget = [&](int64_t rank) {
         return ownership.targetProcesses[rank] == process;
       };
@@ -257,12 +257,11 @@ int main(int argc, char **argv) {
   int64_t totals[2] = {bytesCompared, bytesSent};
   MPI_Allreduce(MPI_IN_PLACE, totals, 2, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
   if (process == 0)
-    std::printf("%s, %d processes: %lld programs, %lld target bytes bit-exact, "
-                "%lld bytes between processes\n",
-                transport.upper().c_str(), processes,
-                static_cast<long long>(programs),
-                static_cast<long long>(totals[0]),
-                static_cast<long long>(totals[1]));
+    std::printf(
+        "%s, %d processes: %lld programs, %lld target bytes bit-exact, "
+        "%lld bytes between processes\n",
+        transport.upper().c_str(), processes, static_cast<long long>(programs),
+        static_cast<long long>(totals[0]), static_cast<long long>(totals[1]));
   MPI_Finalize();
   return 0;
 }

@@ -7,7 +7,7 @@
 
 #include "FuzzTarget.h"
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/IO/ExpertPlacementDocument.h"
+#include "ucp/Formats/Json/ExpertPlacementDocument.h"
 #include "ucp/Layout/ExpertPlacement.h"
 
 using namespace ucp;

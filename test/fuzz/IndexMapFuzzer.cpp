@@ -9,7 +9,7 @@
 #include "FuzzTarget.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Canonical/IndexMapDerivation.h"
-#include "ucp/IO/IndexMapDocument.h"
+#include "ucp/Formats/Json/IndexMapDocument.h"
 
 using namespace ucp;
 using namespace ucp::fuzz;

@@ -7,7 +7,7 @@
 
 #include "FuzzTarget.h"
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/IO/LegacyDocument.h"
+#include "ucp/Formats/Json/LegacyDocument.h"
 
 using namespace ucp;
 using namespace ucp::fuzz;

@@ -10,7 +10,7 @@
 #include "FuzzTarget.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Canonical/Canonicalize.h"
-#include "ucp/IO/MapDocument.h"
+#include "ucp/Formats/Json/MapDocument.h"
 
 #include "llvm/Support/raw_ostream.h"
 

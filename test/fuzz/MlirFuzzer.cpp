@@ -10,7 +10,7 @@
 #include "FuzzTarget.h"
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
-#include "ucp/IO/MapTranslation.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"

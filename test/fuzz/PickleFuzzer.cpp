@@ -9,7 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuzzTarget.h"
-#include "ucp/IO/Pickle.h"
+#include "ucp/Formats/Torch/Pickle.h"
 #include "ucp/Support/NestingDepth.h"
 
 #include "llvm/ADT/DenseMap.h"

@@ -6,8 +6,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuzzTarget.h"
-#include "ucp/IO/PlanDocument.h"
-#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Formats/Json/PlanDocument.h"
+#include "ucp/Plan/CopyProgram.h"
 
 #include "llvm/Support/raw_ostream.h"
 

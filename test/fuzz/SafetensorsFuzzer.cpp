@@ -6,7 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FuzzTarget.h"
-#include "ucp/IO/Safetensors.h"
+#include "ucp/Formats/Safetensors/Safetensors.h"
 
 using namespace ucp;
 using namespace ucp::fuzz;

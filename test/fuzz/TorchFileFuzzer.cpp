@@ -11,7 +11,7 @@
 
 #include "DeepSpeedReader.h"
 #include "FuzzTarget.h"
-#include "ucp/IO/TorchFile.h"
+#include "ucp/Formats/Torch/TorchFile.h"
 
 using namespace ucp;
 using namespace ucp::fuzz;

@@ -22,10 +22,10 @@
 
 #include "CopyWorkloads.h"
 #include "RandomPlans.h"
-#include "ucp/IO/MapDocument.h"
+#include "ucp/Engine/CudaKernels.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Jobs/Transfer.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Run/Transfer.h"
-#include "ucp/Runtime/CudaExecutor.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -96,8 +96,8 @@ double secondsSince(std::chrono::steady_clock::time_point start) {
 bool checkPrograms(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
                    DType type, CudaUnitIndex indexing, const std::string &name,
                    std::mt19937_64 &rng) {
-  llvm::Expected<std::unique_ptr<CudaExecutor>> gpu =
-      CudaExecutor::create(programs, type, indexing);
+  llvm::Expected<std::unique_ptr<CudaKernels>> gpu =
+      CudaKernels::create(programs, type, indexing);
   if (!gpu) {
     llvm::errs() << "ucp-gpu-check: " << name << ": "
                  << llvm::toString(gpu.takeError()) << "\n";
@@ -106,7 +106,7 @@ bool checkPrograms(llvm::ArrayRef<std::pair<std::string, CopyProgram>> programs,
   for (size_t i = 0; i < programs.size(); ++i) {
     const CopyProgram &program = programs[i].second;
     HostBuffers buffers(program, getElementSize(type), rng());
-    executeOnCpu(program, buffers.cpu, type, 0);
+    executeOnCpu({&program, buffers.cpu, type}, 0);
     if (llvm::Error e = (*gpu)->run(i, program, buffers.gpu)) {
       llvm::errs() << "ucp-gpu-check: " << name << " plan " << i << ": "
                    << llvm::toString(std::move(e)) << "\n";
@@ -176,8 +176,8 @@ bool benchWorkloads(DType type, int repeats,
       programs.push_back({workload.from[i].name,
                           lowerPlan(*composeMaps(workload.from[i],
                                                  workload.to[i], {}, sent))});
-    llvm::Expected<std::unique_ptr<CudaExecutor>> gpu =
-        CudaExecutor::create(programs, type);
+    llvm::Expected<std::unique_ptr<CudaKernels>> gpu =
+        CudaKernels::create(programs, type);
     if (!gpu) {
       llvm::errs() << "ucp-gpu-check: " << workload.name << ": "
                    << llvm::toString(gpu.takeError()) << "\n";
@@ -211,7 +211,7 @@ bool benchWorkloads(DType type, int repeats,
       double best = 1e30;
       for (int run = 0; run < 3; ++run) {
         auto start = std::chrono::steady_clock::now();
-        executeOnCpu(program, buffers.cpu, type, 0);
+        executeOnCpu({&program, buffers.cpu, type}, 0);
         best = std::min(best, secondsSince(start));
       }
       cpuSeconds += best;

@@ -1,6 +1,7 @@
 //===- BoxDecompositionTest.cpp - Strided views as unions of boxes --------===//
 
 #include "ucp/Analysis/BoxDecomposition.h"
+#include "ucp/Map/Indexing.h"
 
 #include <gtest/gtest.h>
 

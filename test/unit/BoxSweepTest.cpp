@@ -1,6 +1,7 @@
 //===- BoxSweepTest.cpp - Partition a buffer by overlapping boxes ---------===//
 
 #include "ucp/Analysis/BoxSweep.h"
+#include "ucp/Map/Indexing.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,8 @@
 #include "RandomMaps.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Canonical/IndexMapDerivation.h"
-#include "ucp/IO/MapDocument.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Map/Indexing.h"
 
 #include "llvm/Support/raw_ostream.h"
 

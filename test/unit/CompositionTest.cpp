@@ -11,6 +11,7 @@
 #include "RandomMaps.h"
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Compose.h"
 
 #include <gtest/gtest.h>

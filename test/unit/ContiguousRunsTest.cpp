@@ -8,8 +8,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "RandomMaps.h"
+#include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CpuExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -44,7 +44,7 @@ void expectRunsMatchExecution(const CopyProgram &program,
   }
   std::vector<int32_t> executed(program.targetElements.at(0), -1);
   buffers.targets[0] = executed.data();
-  executeOnCpu(program, buffers, DType::I32, 1);
+  executeOnCpu({&program, buffers, DType::I32}, 1);
   std::vector<int32_t> joined;
   for (const ContiguousRun &run : runs)
     joined.insert(
@@ -87,7 +87,7 @@ TEST(ContiguousRuns, ColumnSplitsScalesAndFillsAreNot) {
   CopyProgram program = getRebuild(makeSplitMap("w", {8}, 0, {3, 5}));
   ASSERT_TRUE(getContiguousRuns(program, 0).has_value());
   CopyProgram scaled = program;
-  scaled.pairs.front().copies.front().factor = 0.5;
+  scaled.pairs.front().copies.front().scale = 0.5;
   EXPECT_FALSE(getContiguousRuns(scaled, 0));
   CopyProgram filled = program;
   filled.fills.push_back({0, {1}, {0, {1}}});

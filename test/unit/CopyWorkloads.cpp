@@ -4,7 +4,7 @@
 #include "ucp/Layout/SplitSizes.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Plan/CopyProgram.h"
 
 using namespace ucp;
 using namespace ucp::testing;

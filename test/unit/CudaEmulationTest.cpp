@@ -93,7 +93,7 @@ TEST(CudaEmulation, GeneratedKernelsMatchTheCpuExecutor) {
           makeTargets(program, sources, size, gpu);
       std::map<int64_t, Bytes> onSmallGrid =
           makeTargets(program, sources, size, strided);
-      executeOnCpu(program, cpu, type, 1);
+      executeOnCpu({&program, cpu, type}, 1);
       host->run(i, gpu);
       host->run(i, strided, CudaGrid{2, 3});
       EXPECT_EQ(onGrid, expected) << name << " plan " << i;
@@ -145,7 +145,7 @@ TEST(CudaEmulation, CopiesOfAnyRankAreExact) {
     ProgramBuffers cpu, gpu;
     std::map<int64_t, Bytes> onCpu = makeTargets(program, sources, 8, cpu);
     std::map<int64_t, Bytes> onGpu = makeTargets(program, sources, 8, gpu);
-    executeOnCpu(program, cpu, DType::F64, 1);
+    executeOnCpu({&program, cpu, DType::F64}, 1);
     EXPECT_EQ(onCpu.at(0), expected) << "CPU, rank " << rank;
     llvm::Expected<HostCudaModule> host = HostCudaModule::compile(
         llvm::cantFail(emitCuda({{"deep", program}}, DType::F64)));

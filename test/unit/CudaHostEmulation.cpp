@@ -1,6 +1,7 @@
 //===- CudaHostEmulation.cpp - Generated kernels run on the host ----------===//
 
 #include "CudaHostEmulation.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/ScopeExit.h"
@@ -11,31 +12,28 @@
 using namespace ucp;
 using namespace ucp::testing;
 
-static llvm::Error fail(const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
-}
-
 llvm::Expected<HostCudaModule>
 HostCudaModule::compile(const CudaModule &module) {
   llvm::SmallString<128> dir;
   if (std::error_code ec =
           llvm::sys::fs::createUniqueDirectory("ucp-cuda-host", dir))
-    return fail("cannot create a temporary directory: " + ec.message());
+    return makeError("cannot create a temporary directory: " + ec.message());
   // The library stays loaded after its file is gone.
   auto cleanUp =
       llvm::make_scope_exit([&] { llvm::sys::fs::remove_directories(dir); });
   std::string library = (dir + "/kernels.so").str(), log;
   if (!compileKernelsForHost(module.source, library, log))
-    return fail("the generated kernels do not compile for the host:\n" + log);
+    return makeError("the generated kernels do not compile for the host:\n" +
+                     log);
   void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
-    return fail(llvm::Twine("cannot load ") + library + ": " + dlerror());
+    return makeError(llvm::Twine("cannot load ") + library + ": " + dlerror());
   HostCudaModule host(module.launches, handle);
   for (const CudaLaunch &launch : module.launches) {
     std::string name = getHostEntryName(launch.kernel);
     auto entry = reinterpret_cast<HostKernelEntry>(dlsym(handle, name.c_str()));
     if (!entry)
-      return fail("the host library lacks " + name);
+      return makeError("the host library lacks " + name);
     host.entries.push_back(entry);
   }
   return std::move(host);

@@ -11,8 +11,8 @@
 #define UCP_TEST_UNIT_CUDAHOSTEMULATION_H
 
 #include "HostKernels.h"
-#include "ucp/Runtime/CopyProgramToCuda.h"
-#include "ucp/Runtime/CpuExecutor.h"
+#include "ucp/Engine/CopyProgramToCuda.h"
+#include "ucp/Engine/CpuExecutor.h"
 
 #include "llvm/Support/Error.h"
 

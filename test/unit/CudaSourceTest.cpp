@@ -9,9 +9,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "RandomMaps.h"
+#include "ucp/Engine/CudaKernels.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CudaExecutor.h"
 
 #include <gtest/gtest.h>
 

@@ -9,9 +9,10 @@
 
 #include "RandomMaps.h"
 #include "RandomPlans.h"
+#include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CpuExecutor.h"
 
 #include <gtest/gtest.h>
 
@@ -59,7 +60,8 @@ std::map<int64_t, Bytes> executeWithCpu(const TransferPlan &plan,
     buffers.targets[rank] = targets[rank].data();
   }
   // Every thread asked for runs, however small the plan.
-  executeOnCpu(lowerPlan(plan, power), buffers, type, threads,
+  CopyProgram program = lowerPlan(plan);
+  executeOnCpu({&program, buffers, type, power}, threads,
                /*bytesPerThread=*/1);
   return targets;
 }
@@ -236,7 +238,7 @@ TEST(CpuExecutor, StreamedRunsStayExactAtEveryTargetAlignment) {
         buffers.targets[rank] =
             storage[rank].data() + (64 - base % 64) % 64 + offset;
       }
-      executeOnCpu(program, buffers, DType::F32, threads,
+      executeOnCpu({&program, buffers, DType::F32}, threads,
                    /*bytesPerThread=*/1);
       for (const auto &[rank, bytes] : expected) {
         const uint8_t *written =
@@ -352,8 +354,8 @@ TEST(CpuExecutor, MisalignedBuffersGetTheSameBytes) {
         shiftedBuffers.targets[rank] = shifted[rank].data() + 1;
       }
       for (unsigned threads : {1u, 2u}) {
-        executeOnCpu(program, alignedBuffers, type, threads, 1);
-        executeOnCpu(program, shiftedBuffers, type, threads, 1);
+        executeOnCpu({&program, alignedBuffers, type}, threads, 1);
+        executeOnCpu({&program, shiftedBuffers, type}, threads, 1);
         for (const auto &[rank, data] : aligned)
           ASSERT_EQ(Bytes(shifted[rank].begin() + 1, shifted[rank].end()), data)
               << getSafetensorsName(type).str() << " target " << rank;

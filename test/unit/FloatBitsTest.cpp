@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Runtime/FloatBits.h"
+#include "ucp/Element/FloatBits.h"
 
 #include <gtest/gtest.h>
 

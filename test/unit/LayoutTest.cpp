@@ -13,6 +13,7 @@
 #include "ucp/Canonical/IndexMapDerivation.h"
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
 
 #include <gtest/gtest.h>
 

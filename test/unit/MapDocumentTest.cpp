@@ -1,6 +1,6 @@
 //===- MapDocumentTest.cpp - JSON map documents ---------------------------===//
 
-#include "ucp/IO/MapDocument.h"
+#include "ucp/Formats/Json/MapDocument.h"
 #include "RandomMaps.h"
 
 #include "llvm/Support/raw_ostream.h"

@@ -9,6 +9,8 @@
 #include "ucp/Analysis/MapVerifier.h"
 #include "RandomMaps.h"
 #include "WalkingVerifier.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
 
 #include <gtest/gtest.h>
 

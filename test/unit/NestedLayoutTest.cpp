@@ -15,6 +15,7 @@
 #include "ucp/Canonical/Canonicalize.h"
 #include "ucp/Canonical/IndexMapDerivation.h"
 #include "ucp/Canonical/LocationAssignment.h"
+#include "ucp/Map/Indexing.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,7 @@
 //===- RandomMaps.cpp - Random parameter maps for property tests ----------===//
 
 #include "RandomMaps.h"
+#include "ucp/Map/Indexing.h"
 
 #include <algorithm>
 #include <numeric>

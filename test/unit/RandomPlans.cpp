@@ -3,8 +3,9 @@
 #include "RandomPlans.h"
 #include "RandomMaps.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Plan/CopyProgram.h"
 
 using namespace ucp;
 using namespace ucp::testing;

@@ -10,8 +10,8 @@
 #ifndef UCP_TEST_UNIT_RANDOMPLANS_H
 #define UCP_TEST_UNIT_RANDOMPLANS_H
 
+#include "ucp/Element/DType.h"
 #include "ucp/Plan/TransferPlan.h"
-#include "ucp/Runtime/DType.h"
 
 #include <random>
 

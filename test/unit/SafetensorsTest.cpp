@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/IO/Safetensors.h"
+#include "ucp/Formats/Safetensors/Safetensors.h"
 #include "ScratchFolder.h"
 
 #include <gtest/gtest.h>

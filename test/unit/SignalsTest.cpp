@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Run/Signals.h"
-#include "ucp/IO/Safetensors.h"
+#include "ucp/Support/Signals.h"
+#include "ucp/Formats/Safetensors/Safetensors.h"
 
 #include "llvm/Support/FileSystem.h"
 

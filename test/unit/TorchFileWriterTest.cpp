@@ -8,9 +8,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/IO/TorchFileWriter.h"
+#include "ucp/Formats/Torch/TorchFileWriter.h"
 #include "ScratchFolder.h"
-#include "ucp/IO/TorchFile.h"
+#include "ucp/Formats/Torch/TorchFile.h"
 
 #include "llvm/Support/raw_ostream.h"
 

@@ -11,12 +11,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Run/Transfer.h"
+#include "ucp/Jobs/Transfer.h"
 #include "RandomMaps.h"
 #include "ScratchFolder.h"
-#include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
-#include "ucp/IO/Safetensors.h"
+#include "ucp/Formats/Safetensors/Safetensors.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Plan/Planner.h"
 
 #include <gtest/gtest.h>
 
@@ -27,13 +28,12 @@ using namespace ucp::testing;
 
 namespace {
 
-/// Plans `from` into `to` with the reshard pipeline, as affine-run does,
-/// and runs the transfer.
+/// Plans `from` into `to` with the planner and runs the transfer.
 llvm::Expected<TransferStats> planAndRun(const TransferSide &from,
                                          const TransferSide &to,
                                          const TransferOptions &options) {
   llvm::Expected<TransferPrograms> programs =
-      planTransfers(from.maps, to.maps, options.policy, options.scalePower);
+      planTransfers(from.maps, to.maps, options.policy);
   if (!programs)
     return programs.takeError();
   return runTransfer(from, to, *programs, options);

@@ -2,6 +2,7 @@
 
 #include "WalkingVerifier.h"
 #include "ucp/Analysis/ElementClassifier.h"
+#include "ucp/Map/Indexing.h"
 
 #include "llvm/Support/ErrorHandling.h"
 

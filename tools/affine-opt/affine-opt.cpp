@@ -11,7 +11,7 @@
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
-#include "ucp/IO/MapTranslation.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/OutputFile.h"
 

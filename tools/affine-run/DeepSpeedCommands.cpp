@@ -16,11 +16,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedCommands.h"
-#include "ucp/IO/MapDocument.h"
+#include "ucp/DeepSpeed/Retarget.h"
+#include "ucp/DeepSpeed/UniversalConversion.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Jobs/Export.h"
 #include "ucp/Support/InputFile.h"
-#include "ucp/Universal/Export.h"
-#include "ucp/Universal/Retarget.h"
-#include "ucp/Universal/UniversalConversion.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"

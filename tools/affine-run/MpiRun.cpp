@@ -4,6 +4,7 @@
 
 #ifdef UCP_HAS_MPI
 #include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Support/Error.h"
 #endif
 
 #include "llvm/Support/Format.h"
@@ -59,10 +60,6 @@ std::unique_ptr<MpiOptions> &getOptions() {
   return options;
 }
 
-llvm::Error refuse(const llvm::Twine &why) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
-}
-
 } // namespace
 
 void MpiRun::registerOptions(cl::SubCommand &command,
@@ -80,7 +77,7 @@ llvm::Error MpiRun::checkOptions() {
            &flags->sourceProcesses, &flags->targetProcesses, &flags->timeout,
            &flags->batchMegabytes, &flags->fault})
     if (option->getNumOccurrences())
-      return refuse("--" + option->ArgStr + " needs --mpi");
+      return makeError("--" + option->ArgStr + " needs --mpi");
   return llvm::Error::success();
 }
 
@@ -104,8 +101,8 @@ static llvm::Expected<InjectedFault> parseFault(llvm::StringRef text) {
   if (parts.size() != 3 || parts[0].getAsInteger(10, fault.process) ||
       parts[1].getAsInteger(10, fault.batch) ||
       (parts[2] != "kill" && parts[2] != "hang"))
-    return refuse("--mpi-inject-fault '" + text +
-                  "': expected PROCESS:BATCH:kill|hang");
+    return makeError("--mpi-inject-fault '" + text +
+                     "': expected PROCESS:BATCH:kill|hang");
   fault.kind = parts[2] == "kill" ? InjectedFault::Kill : InjectedFault::Hang;
   return fault;
 }
@@ -135,11 +132,12 @@ llvm::Error MpiRun::start(int64_t sourceWorld, int64_t targetWorld,
   }
   MpiGroupOptions groupOptions;
   groupOptions.timeoutSeconds = flags.timeout;
+  groupOptions.threads = options.threads;
   // Checked as a number before it becomes bytes: NaN fails the comparison,
   // and a petabyte bounds the conversion.
   if (!(flags.batchMegabytes > 0 && flags.batchMegabytes <= 1e9))
-    return refuse("--mpi-batch-mb: expected a positive number of megabytes "
-                  "up to 1e9");
+    return makeError("--mpi-batch-mb: expected a positive number of megabytes "
+                     "up to 1e9");
   groupOptions.batchBytes =
       std::max<int64_t>(1, static_cast<int64_t>(flags.batchMegabytes * 1e6));
   llvm::Expected<InjectedFault> fault = parseFault(flags.fault);
@@ -176,7 +174,7 @@ int MpiRun::getProcessCount() const {
 llvm::Expected<int64_t> MpiRun::getBytesSent() {
   std::vector<int64_t> bytes = {state->group->getBytesSent()};
   if (llvm::Error error =
-          state->group->reduce(bytes, TransferGroup::Reduction::Sum))
+          state->group->reduce(bytes, ProcessGroup::Reduction::Sum))
     return std::move(error);
   return bytes[0];
 }
@@ -202,8 +200,8 @@ struct MpiRun::State {};
 MpiRun::MpiRun() = default;
 MpiRun::~MpiRun() = default;
 llvm::Error MpiRun::start(int64_t, int64_t, TransferOptions &) {
-  return refuse("--mpi: this affine-run was built without MPI (install "
-                "libopenmpi-dev and configure again)");
+  return makeError("--mpi: this affine-run was built without MPI (install "
+                   "libopenmpi-dev and configure again)");
 }
 int MpiRun::getProcess() const { return 0; }
 int MpiRun::getProcessCount() const { return 1; }

@@ -8,7 +8,7 @@
 #ifndef UCP_TOOLS_AFFINE_RUN_MPIRUN_H
 #define UCP_TOOLS_AFFINE_RUN_MPIRUN_H
 
-#include "ucp/Run/Transfer.h"
+#include "ucp/Jobs/Transfer.h"
 
 #include "llvm/Support/CommandLine.h"
 

@@ -15,12 +15,13 @@
 #include "MpiRun.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
-#include "ucp/IO/MapTranslation.h"
-#include "ucp/IO/TorchFile.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
+#include "ucp/Formats/Torch/TorchFile.h"
+#include "ucp/Jobs/Transfer.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Run/Signals.h"
-#include "ucp/Run/Transfer.h"
-#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Plan/CopyProgram.h"
+#include "ucp/Support/Error.h"
+#include "ucp/Support/Signals.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -250,10 +251,9 @@ static llvm::Expected<ReplicaPolicy> getPolicy() {
   if (std::optional<ReplicaPolicy::Kind> kind = parseReplicaPolicyKind(policy))
     result.kind = *kind;
   else
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "unknown --policy '" + policy +
-                                       "'; expected lowest, local, node or "
-                                       "balance");
+    return makeError("unknown --policy '" + policy +
+                     "'; expected lowest, local, node or "
+                     "balance");
   return result;
 }
 
@@ -397,10 +397,9 @@ static int runTransferCommand(const char *command, TransferOptions options,
   if (options.group) {
     // Every process plans the same maps; should one fail alone, all stop.
     llvm::Error planning =
-        failed(programs) ? llvm::createStringError(
-                               llvm::inconvertibleErrorCode(),
-                               "the maps could not be planned (see above)")
-                         : llvm::Error::success();
+        failed(programs)
+            ? makeError("the maps could not be planned (see above)")
+            : llvm::Error::success();
     if (llvm::Error error = options.group->agree(std::move(planning)))
       return fail(llvm::toString(std::move(error)));
   } else if (failed(programs)) {
@@ -441,7 +440,7 @@ static int runTransferCommand(const char *command, TransferOptions options,
 /// The options of extract, rebuild and reshard, or why they are refused.
 static llvm::Expected<TransferOptions> getOptions() {
   auto refuseOption = [](const llvm::Twine &why) {
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), why.str());
+    return makeError(why.str());
   };
   TransferOptions options;
   if (device == "cuda")

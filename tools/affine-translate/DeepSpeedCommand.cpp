@@ -14,7 +14,7 @@
 #include "MapOutput.h"
 
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/IO/DeepSpeedCheckpoint.h"
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 
 #include "llvm/Support/CommandLine.h"
 

@@ -12,9 +12,11 @@
 #include "MapOutput.h"
 
 #include "ucp/Analysis/MapVerifier.h"
-#include "ucp/IO/ExpertPlacementDocument.h"
+#include "ucp/Formats/Json/ExpertPlacementDocument.h"
 #include "ucp/Layout/ExpertPlacement.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -47,9 +49,8 @@ static llvm::Expected<std::vector<Extents>> parseWidths(llvm::StringRef text) {
     for (llvm::StringRef item : items) {
       int64_t value;
       if (item.trim().getAsInteger(10, value))
-        return llvm::createStringError(
-            llvm::inconvertibleErrorCode(),
-            "'" + item.str() + "' is not an integer in '" + text.str() + "'");
+        return makeError("'" + item.str() + "' is not an integer in '" +
+                         text.str() + "'");
       values.push_back(value);
     }
   }
@@ -119,22 +120,18 @@ struct LayoutFlags {
                               cl::value_desc("filename")};
 };
 
-llvm::Error refuse(const llvm::Twine &message) {
-  return llvm::createStringError(llvm::inconvertibleErrorCode(), message.str());
-}
-
 /// Returns an error unless `value` is positive.
 llvm::Error requirePositive(const LayoutFlags &flags, llvm::StringRef what,
                             int64_t value) {
   if (value > 0)
     return llvm::Error::success();
-  return refuse("--layout " + flags.layout + " needs a positive --" + what);
+  return makeError("--layout " + flags.layout + " needs a positive --" + what);
 }
 
 /// Builds the map the flags describe.
 llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
   if (std::string error = checkWorldSize(flags.tp, "--tp"); !error.empty())
-    return refuse("--layout " + flags.layout + ": " + error);
+    return makeError("--layout " + flags.layout + ": " + error);
   Extents shape(flags.shape.begin(), flags.shape.end());
   if (llvm::Error error = checkLayoutInputs(flags.name, shape, flags.tp))
     return std::move(error);
@@ -151,7 +148,7 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
     return buildScaledBiasLayout(flags.name, shape, flags.tp);
   if (layout == "split") {
     if (flags.dim < 0 || flags.dim >= static_cast<int64_t>(shape.size()))
-      return refuse("--layout split needs --shape and a --dim inside it");
+      return makeError("--layout split needs --shape and a --dim inside it");
     Extents parts(flags.sizes.begin(), flags.sizes.end());
     if (parts.empty())
       parts = getShardSizes(shape[flags.dim], flags.tp, rule);
@@ -175,9 +172,9 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
     // F has the vocabulary padded to a multiple of tp.
     std::optional<int64_t> rows = getPaddedVocabRows(flags.vocab, flags.tp);
     if (!rows)
-      return refuse("--layout padded-vocab: --vocab " +
-                    std::to_string(flags.vocab) +
-                    " padded to a multiple of --tp is more than int64 holds");
+      return makeError(
+          "--layout padded-vocab: --vocab " + std::to_string(flags.vocab) +
+          " padded to a multiple of --tp is more than int64 holds");
     if (llvm::Error error =
             checkLayoutInputs(flags.name, {*rows, flags.hidden}, flags.tp))
       return std::move(error);
@@ -192,8 +189,8 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
       return std::move(error);
     int64_t rows = 0;
     if (llvm::AddOverflow(int64_t(flags.qRows), int64_t(flags.kvRows), rows))
-      return refuse("--layout bigcode: --q-rows plus --kv-rows is more than "
-                    "int64 holds");
+      return makeError("--layout bigcode: --q-rows plus --kv-rows is more than "
+                       "int64 holds");
     if (llvm::Error error =
             checkLayoutInputs(flags.name, {rows, flags.cols}, flags.tp))
       return std::move(error);
@@ -217,19 +214,19 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
     llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> file =
         readInputFile(flags.placement);
     if (!file)
-      return refuse("--placement: " + llvm::toString(file.takeError()));
+      return makeError("--placement: " + llvm::toString(file.takeError()));
     llvm::Expected<ExpertPlacement> placement =
         parseExpertPlacement((*file)->getBuffer());
     if (!placement)
-      return refuse(flags.placement + ": " +
-                    llvm::toString(placement.takeError()));
+      return makeError(flags.placement + ": " +
+                       llvm::toString(placement.takeError()));
     if (placement->epSize != flags.tp)
-      return refuse(
+      return makeError(
           "--tp " + std::to_string(flags.tp) + " differs from the ep_size " +
           std::to_string(placement->epSize) + " of " + flags.placement);
     return buildExpertLayout(flags.name, *placement, shape);
   }
-  return refuse("unknown layout '" + layout + "'; --help lists them");
+  return makeError("unknown layout '" + layout + "'; --help lists them");
 }
 
 } // namespace

@@ -3,7 +3,8 @@
 #include "MapOutput.h"
 
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
-#include "ucp/IO/MapDocument.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Support/Error.h"
 #include "ucp/Support/OutputFile.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -14,9 +15,7 @@ using namespace ucp;
 llvm::Error writeMaps(llvm::ArrayRef<ParamMap> maps, llvm::StringRef emit,
                       llvm::StringRef path) {
   if (emit != "mlir" && emit != "json")
-    return llvm::createStringError(llvm::inconvertibleErrorCode(),
-                                   "--emit must be mlir or json, got '" + emit +
-                                       "'");
+    return makeError("--emit must be mlir or json, got '" + emit + "'");
   return writeOutputFile(path, [&](llvm::raw_ostream &os) {
     if (emit == "json") {
       writeMapDocument(maps, os);

@@ -12,7 +12,7 @@
 #include "DeepSpeedCommand.h"
 #include "LayoutCommand.h"
 #include "TranslateMain.h"
-#include "ucp/IO/MapTranslation.h"
+#include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 
 #include "llvm/Support/CommandLine.h"
 

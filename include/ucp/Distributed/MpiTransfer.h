@@ -18,7 +18,7 @@
 #ifndef UCP_DISTRIBUTED_MPITRANSFER_H
 #define UCP_DISTRIBUTED_MPITRANSFER_H
 
-#include "ucp/Run/Transfer.h"
+#include "ucp/Engine/ProcessGroup.h"
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
@@ -65,7 +65,9 @@ constexpr int64_t kMaxTimeoutSeconds = int64_t(365) * 24 * 3600;
 struct MpiGroupOptions {
   /// How long any wait for another process may last, in seconds.
   double timeoutSeconds = 300;
-  /// See TransferGroup::getBatchBytes.
+  /// Threads of each process for its local copies (0: every core).
+  unsigned threads = 0;
+  /// See ProcessGroup::getBatchBytes.
   int64_t batchBytes = int64_t(256) << 20;
   /// Between processes of one node, where the kernel lets them: a long
   /// copy from a contiguous source into a strided target is read by the
@@ -75,8 +77,8 @@ struct MpiGroupOptions {
   InjectedFault fault;
 };
 
-/// The processes of an MPI communicator as a TransferGroup.
-class MpiGroup : public TransferGroup {
+/// The processes of an MPI communicator as a ProcessGroup.
+class MpiGroup : public ProcessGroup {
 public:
   /// Returns the group of `comm` (duplicated, so that its messages never
   /// meet the caller's) holding the ranks as `ownership` says; every
@@ -97,8 +99,7 @@ public:
   llvm::Error broadcast(llvm::MutableArrayRef<char> bytes, int root);
   /// Runs every program of `batch` on the buffers each process holds: the
   /// library entry point for callers with their own buffers.
-  llvm::Error execute(llvm::ArrayRef<ProgramRun> batch,
-                      unsigned threads) override;
+  llvm::Error execute(llvm::ArrayRef<ProgramRun> batch) override;
   int64_t getBatchBytes() const override { return options.batchBytes; }
 
   /// Bytes this process has sent to other processes so far.

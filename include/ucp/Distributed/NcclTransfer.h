@@ -15,7 +15,7 @@
 #define UCP_DISTRIBUTED_NCCLTRANSFER_H
 
 #include "ucp/Distributed/MpiTransfer.h"
-#include "ucp/Runtime/CudaDevice.h"
+#include "ucp/Engine/CudaDevice.h"
 
 struct ncclComm;
 
@@ -29,6 +29,8 @@ struct DeviceProgramRun {
   /// The ranks this process holds, in its GPU's memory.
   DeviceProgramBuffers buffers;
   DType type = DType::F32;
+  /// The power of the scale the moved tensor carries.
+  int scalePower = 1;
 };
 
 struct NcclGroupOptions {

@@ -8,6 +8,8 @@
 #include "ucp/Dialect/UCP/IR/UCPOps.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
 
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/DenseMap.h"

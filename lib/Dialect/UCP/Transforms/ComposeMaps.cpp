@@ -1,8 +1,9 @@
 //===- ComposeMaps.cpp - The --ucp-compose pass ---------------------------===//
 //
 // Loads and verifies the target maps once, when the pass is initialized;
-// then composes each verified source parameter with its target counterpart
-// (ucp/Plan/Compose.h) and replaces the param op by the plan op.
+// then pairs the source parameters with them by name and composes each
+// verified pair (ucp/Plan/Planner.h), replacing the param op by the plan
+// op. Every message is located at the op at fault.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,8 +12,7 @@
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Plan/Compose.h"
-
-#include "llvm/ADT/StringMap.h"
+#include "ucp/Plan/Planner.h"
 
 namespace ucp {
 #define GEN_PASS_DEF_UCPCOMPOSEPASS
@@ -24,11 +24,13 @@ using namespace ucp;
 
 namespace {
 
-/// The target maps, verified, by name; shared by the clones of a pass.
+/// The target maps, verified, in module order; shared by the clones of a
+/// pass.
 struct TargetMaps {
   /// The module read from the `target` option (empty when given in memory).
   OwningOpRef<ModuleOp> owned;
-  llvm::StringMap<std::unique_ptr<MapVerification>> byName;
+  std::vector<ParamOp> ops;
+  std::vector<std::unique_ptr<MapVerification>> verifications;
 };
 
 struct UCPComposePass : public ucp::impl::UCPComposePassBase<UCPComposePass> {
@@ -44,9 +46,11 @@ private:
   FailureOr<ReplicaPolicy> getPolicy(MLIRContext *context);
   /// Verifies and indexes the target maps of `module`.
   LogicalResult indexTargets(ModuleOp module);
-  /// Returns the verified source params by name, or fails after reporting.
-  FailureOr<std::vector<std::pair<ParamOp, const MapVerification *>>>
-  getSources();
+  /// Returns the verified source params, each with its verified target,
+  /// or fails after reporting.
+  FailureOr<std::vector<
+      std::tuple<ParamOp, const MapVerification *, const MapVerification *>>>
+  getPairs();
 
   /// Targets given in memory (not owned) rather than by the option.
   ModuleOp givenTargets;
@@ -78,13 +82,8 @@ LogicalResult UCPComposePass::indexTargets(ModuleOp module) {
     auto verification = std::make_unique<MapVerification>(param);
     if (failed(verification->emitViolations(param, "target map")))
       valid = false;
-    auto [it, inserted] =
-        maps->byName.try_emplace(param.getSymName(), std::move(verification));
-    if (!inserted) {
-      param.emitError("target map: parameter '")
-          << param.getSymName() << "' is described twice";
-      valid = false;
-    }
+    maps->ops.push_back(param);
+    maps->verifications.push_back(std::move(verification));
   });
   if (!valid)
     return failure();
@@ -117,41 +116,45 @@ LogicalResult UCPComposePass::initialize(MLIRContext *context) {
   return success();
 }
 
-FailureOr<std::vector<std::pair<ParamOp, const MapVerification *>>>
-UCPComposePass::getSources() {
-  std::vector<std::pair<ParamOp, const MapVerification *>> sources;
-  llvm::StringMap<ParamOp> seen;
+FailureOr<std::vector<
+    std::tuple<ParamOp, const MapVerification *, const MapVerification *>>>
+UCPComposePass::getPairs() {
+  std::vector<ParamOp> sources;
+  std::vector<const MapVerification *> verifications;
   bool valid = true;
   forEachParam(getOperation(), [&](ParamOp param) {
     const MapVerification &verification =
         getMapVerification(getAnalysisManager(), getOperation(), param);
     if (failed(verification.emitViolations(param)))
       valid = false;
-    if (!seen.try_emplace(param.getSymName(), param).second) {
-      param.emitError("parameter '")
-          << param.getSymName() << "' is described twice in the source";
-      valid = false;
-    }
-    if (!targets->byName.count(param.getSymName())) {
-      param.emitError("parameter '")
-          << param.getSymName()
-          << "' is in the source map but not in the target map";
-      valid = false;
-    }
-    sources.emplace_back(param, &verification);
+    sources.push_back(param);
+    verifications.push_back(&verification);
   });
-  for (const auto &entry : targets->byName)
-    if (!seen.count(entry.getKey())) {
-      // About the whole input: at its location, without the note that
-      // would print every map in it.
-      emitError(getOperation()->getLoc())
-          << "parameter '" << entry.getKey()
-          << "' is in the target map but not in the source map";
-      valid = false;
-    }
-  if (!valid)
+  std::vector<llvm::StringRef> sourceNames, targetNames;
+  for (ParamOp param : sources)
+    sourceNames.push_back(param.getSymName());
+  for (ParamOp param : targets->ops)
+    targetNames.push_back(param.getSymName());
+  // A target is located in another file: its message is, without the note
+  // that would print the whole map.
+  std::optional<std::vector<size_t>> pairs =
+      pairNames(sourceNames, targetNames, {},
+                [&](PlanSide side, size_t index, const std::string &message) {
+                  if (side == PlanSide::Source)
+                    sources[index].emitError(message);
+                  else
+                    emitError(targets->ops[index].getLoc()) << message;
+                });
+  if (!valid || !pairs)
     return failure();
-  return sources;
+  std::vector<
+      std::tuple<ParamOp, const MapVerification *, const MapVerification *>>
+      result;
+  for (auto [param, verification, target] :
+       llvm::zip_equal(sources, verifications, *pairs))
+    result.emplace_back(param, verification,
+                        targets->verifications[target].get());
+  return result;
 }
 
 void UCPComposePass::runOnOperation() {
@@ -160,15 +163,13 @@ void UCPComposePass::runOnOperation() {
                               "so it runs on the op holding them (a module)");
     return signalPassFailure();
   }
-  FailureOr<std::vector<std::pair<ParamOp, const MapVerification *>>> sources =
-      getSources();
-  if (failed(sources))
+  auto pairs = getPairs();
+  if (failed(pairs))
     return signalPassFailure();
   SentElements sent;
-  for (auto [param, verification] : *sources) {
-    const MapVerification &target = *targets->byName.at(param.getSymName());
-    llvm::Expected<TransferPlan> plan = composeMaps(
-        verification->getMap(), target.getMap(), replicaPolicy, sent);
+  for (auto [param, source, target] : *pairs) {
+    llvm::Expected<TransferPlan> plan =
+        composeMaps(source->getMap(), target->getMap(), replicaPolicy, sent);
     if (!plan) {
       param.emitError(llvm::toString(plan.takeError()));
       return signalPassFailure();

@@ -14,6 +14,7 @@
 #include "ucp/Dialect/UCP/IR/UCPAttrs.h"
 #include "ucp/Dialect/UCP/IR/UCPOps.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
+#include "ucp/Map/Indexing.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"

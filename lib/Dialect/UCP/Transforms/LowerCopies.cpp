@@ -10,7 +10,7 @@
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Plan/Compose.h"
-#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Plan/CopyProgram.h"
 
 namespace ucp {
 #define GEN_PASS_DEF_UCPLOWERCOPIESPASS

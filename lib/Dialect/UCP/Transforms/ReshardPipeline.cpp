@@ -4,6 +4,7 @@
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
+#include "ucp/Support/Error.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -34,38 +35,21 @@ FailureOr<TransferPrograms> ucp::planTransfers(ModuleOp sources,
   PassManager pm(sources.getContext());
   pm.addPass(createUCPVerifyPass());
   pm.addPass(createUCPComposePass(targets, policy));
-  pm.addPass(createUCPLowerCopiesPass({scalePower}));
   if (failed(pm.run(sources)))
     return failure();
   TransferPrograms programs;
-  // The plans are in executable form already; lowering them again only
-  // groups their copies by buffer pair.
-  sources->walk([&](PlanOp plan) {
-    programs[plan.getSymName().str()] = lowerPlan(toTransferPlan(plan));
+  WalkResult walked = sources->walk([&](PlanOp op) {
+    TransferPlan plan = toTransferPlan(op);
+    if (llvm::Error error = checkScalePower(plan, scalePower)) {
+      op.emitError(llvm::toString(std::move(error)));
+      return WalkResult::interrupt();
+    }
+    programs.emplace(plan.name, lowerPlan(plan));
+    return WalkResult::advance();
   });
+  if (walked.wasInterrupted())
+    return failure();
   return programs;
-}
-
-llvm::Expected<TransferPrograms>
-ucp::planTransfers(llvm::ArrayRef<ParamMap> sources,
-                   llvm::ArrayRef<ParamMap> targets,
-                   const ReplicaPolicy &policy, int scalePower) {
-  MLIRContext context;
-  context.loadDialect<UCPDialect>();
-  std::string messages;
-  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diagnostic) {
-    if (diagnostic.getSeverity() == DiagnosticSeverity::Error)
-      messages += (messages.empty() ? "" : "\n") + diagnostic.str();
-    return success();
-  });
-  Location loc = UnknownLoc::get(&context);
-  OwningOpRef<ModuleOp> sourceModule = buildMapModule(sources, loc);
-  OwningOpRef<ModuleOp> targetModule = buildMapModule(targets, loc);
-  FailureOr<TransferPrograms> programs =
-      planTransfers(*sourceModule, *targetModule, policy, scalePower);
-  if (failed(programs))
-    return llvm::createStringError(llvm::inconvertibleErrorCode(), messages);
-  return std::move(*programs);
 }
 
 OwningOpRef<ModuleOp> ucp::buildMapModule(llvm::ArrayRef<ParamMap> maps,

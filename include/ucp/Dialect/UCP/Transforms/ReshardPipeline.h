@@ -1,18 +1,18 @@
-//===- ReshardPipeline.h - Verify, compose and lower, as one pipeline -*- C++
-//-*-===//
+//===- ReshardPipeline.h - The planner as a pass pipeline -------*- C++ -*-===//
 //
-// The one way maps become copy programs: --ucp-verify, --ucp-compose into
-// the target maps, --ucp-lower-copies. affine-opt runs it as the named
-// pipeline `ucp-reshard-pipeline`, and affine-run's extract, rebuild and
-// reshard run it through planTransfers before any data moves, so that the
-// checks a plan needs cannot differ between the two.
+// The planner's steps (ucp/Plan/Planner.h) on IR: --ucp-verify,
+// --ucp-compose into the target maps, --ucp-lower-copies. affine-opt runs
+// it as the named pipeline `ucp-reshard-pipeline`; affine-run, whose maps
+// are read as IR so that a message points into the file at fault, plans
+// them with planTransfers here. Both run the planner's own functions, so
+// the checks a plan needs cannot differ between them and the library.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef UCP_DIALECT_UCP_TRANSFORMS_RESHARDPIPELINE_H
 #define UCP_DIALECT_UCP_TRANSFORMS_RESHARDPIPELINE_H
 
-#include "ucp/Runtime/CopyProgram.h"
+#include "ucp/Plan/CopyProgram.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/PassManager.h"
@@ -45,23 +45,16 @@ void buildReshardPipeline(mlir::OpPassManager &pm,
 /// Registers `ucp-reshard-pipeline` with the pass registry.
 void registerUCPPipelines();
 
-/// Runs the reshard pipeline on `sources`, a module of ucp.param ops, with
-/// the target maps `targets` (another module, kept unchanged), and returns
-/// the copy program of every parameter by name. On failure, the pipeline's
-/// diagnostics have been emitted to the context's handlers and `sources` is
-/// left as the failing pass left it.
+/// Verifies the ucp.param ops of `sources` and composes them with the
+/// target maps `targets` (another module, kept unchanged), every message at
+/// the op at fault; checks that each plan can move a tensor carrying the
+/// scale's power `scalePower`; and returns the copy program of every
+/// parameter by name. On failure, the diagnostics have been emitted to the
+/// context's handlers and `sources` is left as the failing pass left it.
 mlir::FailureOr<TransferPrograms> planTransfers(mlir::ModuleOp sources,
                                                 mlir::ModuleOp targets,
                                                 const ReplicaPolicy &policy,
                                                 int scalePower);
-
-/// Plans `sources` into `targets` as the overload above does, in a context
-/// of its own, for maps no file holds; the pipeline's diagnostics become the
-/// error's message, one per line.
-llvm::Expected<TransferPrograms> planTransfers(llvm::ArrayRef<ParamMap> sources,
-                                               llvm::ArrayRef<ParamMap> targets,
-                                               const ReplicaPolicy &policy = {},
-                                               int scalePower = 1);
 
 /// Returns a module of the ucp.param ops of `maps`, every op located at
 /// `loc`: how maps that no file holds (the full tensor of extract and

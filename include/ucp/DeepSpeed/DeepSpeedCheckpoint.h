@@ -1,0 +1,227 @@
+//===- DeepSpeedCheckpoint.h - A DeepSpeed ZeRO checkpoint, read -*- C++
+//-*-===//
+//
+// A folder of torch.save files (`CKPT/TAG`) as DeepSpeed's save_checkpoint
+// writes it for ZeRO stages 1 to 3, with or without tensor parallelism,
+// read without DeepSpeed or torch. Two things come out of it, kept apart:
+//
+//  * the geometry: for every trainable parameter, its map over the (DP x
+//    TP) grid of the run (grid rank `dp * tp_degree + tp`), in which each
+//    rank's shard is that rank's fragment of the parameter: the parameter's
+//    TP map (from universal_checkpoint_info, or one TP rank) nested with the
+//    DP fragments of each TP shard (nestShardMaps). ZeRO-1/2 fragments are
+//    the `fragment_address` slices of each rank's flat group partition,
+//    checked against the group's flattening; ZeRO-3 fragments are each
+//    parameter's own `ceil(numel / dp)` slot;
+//  * the I/O binding: where a rank's fragment lies in its optimizer file
+//    (group, offset and length in the flat partitions of fp32 weights and
+//    Adam moments), so that data moves without consulting the names again.
+//
+// Everything is validated at open: the grid of files complete and of one
+// run (versions, steps, shapes and world sizes agree), every fragment where
+// the flattening puts it, every partition long enough. Errors name the file
+// and the parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_DEEPSPEED_DEEPSPEEDCHECKPOINT_H
+#define UCP_DEEPSPEED_DEEPSPEEDCHECKPOINT_H
+
+#include "ucp/Engine/Executor.h"
+#include "ucp/Formats/Torch/TorchFile.h"
+#include "ucp/Layout/LegacyMetadata.h"
+#include "ucp/Map/ParamMap.h"
+
+#include <array>
+#include <optional>
+
+namespace ucp {
+
+/// The per-parameter optimizer states a ZeRO checkpoint partitions.
+enum class OptimizerState { Fp32, ExpAvg, ExpAvgSq };
+
+/// The states in file order, and their names in DeepSpeed's files.
+inline constexpr std::array<OptimizerState, 3> kOptimizerStates = {
+    OptimizerState::Fp32, OptimizerState::ExpAvg, OptimizerState::ExpAvgSq};
+llvm::StringRef getStateName(OptimizerState state);
+/// The power of the scale a state carries (spec §2.1): 1 for the weights,
+/// -1 for exp_avg, -2 for exp_avg_sq.
+int getScalePower(OptimizerState state);
+
+/// Where a grid rank's fragment of a parameter lies: `count` elements from
+/// `offset` of the flat partition of the parameter's group in the rank's
+/// optimizer file.
+struct FragmentSlice {
+  int64_t offset = 0;
+  int64_t count = 0;
+};
+
+/// One AutoEP layer: its routed experts `<expertKeyPrefix>.<w>` are each
+/// one parameter `[numExperts, ...]`, EP rank e holding experts
+/// `[e * localExperts, (e + 1) * localExperts)`.
+struct AutoEpLayer {
+  int64_t moeLayerId = 0;
+  std::string modulePath, expertKeyPrefix;
+  int64_t numExperts = 0, localExperts = 0, epSize = 0;
+};
+
+/// The map of expert parameter `name` of `layer` over its EP ranks, each
+/// holding its local experts (`localShape`, `[localExperts, ...]`).
+llvm::Expected<ParamMap>
+buildAutoEpExpertMap(llvm::StringRef name, const AutoEpLayer &layer,
+                     llvm::ArrayRef<int64_t> localShape);
+
+/// A trainable parameter of the checkpoint.
+struct DeepSpeedParam {
+  std::string name;
+  /// The optimizer parameter group holding it.
+  size_t group = 0;
+  /// An AutoEP routed expert: its layer's index in getAutoEpLayers().
+  std::optional<size_t> expertLayer;
+  /// The shape of its shard on each model-parallel rank (`param_shapes`):
+  /// the TP ranks, or for an expert the EP ranks.
+  std::vector<Extents> tpShapes;
+  /// Its map over the model-parallel ranks alone: TP rank t holds its TP
+  /// shard; for an expert, EP rank e its local experts.
+  ParamMap tpMap;
+  /// Its map over the grid: rank `dp * tp_degree + tp` holds its fragment
+  /// (tpMap with each TP shard cut by DP, nestShardMaps). An expert's
+  /// world is the same, numbered `edp * ep_size + ep`: each EP rank's
+  /// experts cut by its expert-data-parallel ranks.
+  ParamMap map;
+  /// Per grid rank.
+  std::vector<FragmentSlice> slices;
+};
+
+/// Refuses a parameter name that is not one folder name: in a Universal
+/// checkpoint it names `zero/<name>/`, and `..` or a slash would lead
+/// outside the folder.
+llvm::Error checkUniversalFolderName(llvm::StringRef name);
+
+/// A DeepSpeed checkpoint folder, validated and memory-mapped.
+class DeepSpeedCheckpoint {
+public:
+  /// Opens the checkpoint in `folder` (`CKPT/TAG`).
+  static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+  open(llvm::StringRef folder);
+  /// Opens the Universal checkpoint in `folder` (DeepSpeed's
+  /// ds_to_universal output, or ds-to-universal's) as the checkpoint of
+  /// one DP rank holding every parameter whole: each parameter's map
+  /// holds its full tensor on rank 0, read from `zero/<name>/<state>.pt`;
+  /// the model states are the folder's, and each TP rank's optimizer file
+  /// is rebuilt from `zero/optimizer_state.pt` and the steps, its
+  /// partitions left empty (a template for writing the ZeRO files again).
+  static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+  openUniversal(llvm::StringRef folder);
+  /// Whether it was opened by openUniversal.
+  bool isUniversal() const { return universal; }
+
+  llvm::StringRef getFolder() const { return folder; }
+  int64_t getTpDegree() const { return tp; }
+  int64_t getDpDegree() const { return dp; }
+  /// What the optimizer files' names start with: "bf16_" for bf16 runs,
+  /// else "".
+  llvm::StringRef getOptimizerFilePrefix() const { return optimizerPrefix; }
+  /// 1, 2 or 3 (a BF16_Optimizer checkpoint, which records none, is 1).
+  int getZeroStage() const { return stage; }
+  /// The AutoEP layers (`ds_autoep_layers`), in moe_layer_id order; empty
+  /// without expert parallelism.
+  llvm::ArrayRef<AutoEpLayer> getAutoEpLayers() const { return autoEpLayers; }
+  /// The AutoEP size, 0 without expert parallelism.
+  int64_t getAutoEpSize() const {
+    return autoEpLayers.empty() ? 0 : autoEpLayers.front().epSize;
+  }
+  /// ZeRO-1/2 AutoEP: the per-expert model-state files (low-precision
+  /// weights), by layer and then global expert id.
+  llvm::ArrayRef<std::vector<std::string>> getExpertFiles() const {
+    return expertFiles;
+  }
+  /// In group order, then in the group's order.
+  llvm::ArrayRef<DeepSpeedParam> getParams() const { return params; }
+  /// Whether parameter group `group` holds `state`: the fp32 weights
+  /// always, the Adam moments once the optimizer has stepped (torch's Adam
+  /// makes them at the first step).
+  bool hasState(size_t group, OptimizerState state) const {
+    return state == OptimizerState::Fp32 || groupMoments[group];
+  }
+  /// The names of the states parameter group `group` lacks, as "exp_avg,
+  /// exp_avg_sq", or "".
+  std::string getMissingStates(size_t group) const;
+
+  /// The fragment of `state` of `param` that grid rank `rank` holds (a
+  /// state it has: hasState).
+  TensorData getFragment(const DeepSpeedParam &param, int64_t rank,
+                         OptimizerState state) const;
+  /// Drops from memory the pages of `bytes` from `data`, inside that
+  /// fragment: done reading them.
+  void releaseFragmentPages(const DeepSpeedParam &param, int64_t rank,
+                            OptimizerState state, const char *data,
+                            size_t bytes) const;
+  /// A run of `program` (planned from `param.map`) moving `state`: every
+  /// grid rank's fragment as a source, at the state's scale power, on fp32
+  /// elements.
+  ProgramRun getFragmentRun(const DeepSpeedParam &param, OptimizerState state,
+                            const CopyProgram &program) const;
+  /// The categories of universal_checkpoint_info, if the model states
+  /// carry it.
+  const std::optional<LegacyCategories> &getCategories() const {
+    return categories;
+  }
+  /// The model-state files: one per TP rank (ZeRO-1/2) or per grid rank
+  /// (ZeRO-3), in grid order.
+  llvm::ArrayRef<std::unique_ptr<TorchFile>> getModelFiles() const {
+    return modelFiles;
+  }
+  /// The flat partition of `state` of parameter group `group` in grid rank
+  /// `rank`'s optimizer file (a tensor of that file's document).
+  PickleRef getPartition(int64_t rank, size_t group,
+                         OptimizerState state) const {
+    return ranks[rank].partitions[group][static_cast<size_t>(state)];
+  }
+  /// The step of parameter group `group` in grid rank `rank`'s optimizer
+  /// file (a 0-d tensor or a number), if it records one.
+  std::optional<PickleRef> getStep(int64_t rank, size_t group) const {
+    return ranks[rank].steps[group];
+  }
+  /// The optimizer file of grid rank `rank`.
+  const TorchFile &getOptimizerFile(int64_t rank) const {
+    return *ranks[rank].file;
+  }
+
+  /// What one grid rank's optimizer file holds per group: the flat
+  /// partitions of each state and the step (a 0-d tensor), if any.
+  struct RankFile {
+    std::unique_ptr<TorchFile> file;
+    std::vector<std::array<PickleRef, 3>> partitions;
+    std::vector<std::optional<PickleRef>> steps;
+  };
+
+private:
+  friend class DeepSpeedReader;
+  size_t getIndex(const DeepSpeedParam &param) const {
+    return &param - params.data();
+  }
+  DeepSpeedCheckpoint() = default;
+
+  std::string folder, optimizerPrefix;
+  int64_t tp = 1, dp = 1;
+  int stage = 1;
+  bool universal = false;
+  std::vector<DeepSpeedParam> params;
+  /// Per group: whether it holds the Adam moments.
+  std::vector<bool> groupMoments;
+  std::optional<LegacyCategories> categories;
+  std::vector<AutoEpLayer> autoEpLayers;
+  std::vector<std::vector<std::string>> expertFiles;
+  std::vector<std::unique_ptr<TorchFile>> modelFiles;
+  /// Per grid rank.
+  std::vector<RankFile> ranks;
+  /// A Universal checkpoint's: per parameter (in getParams() order) and
+  /// state, its file and its full tensor there.
+  std::vector<std::array<std::unique_ptr<TorchFile>, 3>> universalFiles;
+  std::vector<std::array<TensorData, 3>> universalStates;
+};
+
+} // namespace ucp
+
+#endif // UCP_DEEPSPEED_DEEPSPEEDCHECKPOINT_H

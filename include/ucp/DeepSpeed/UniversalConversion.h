@@ -1,0 +1,66 @@
+//===- UniversalConversion.h - DeepSpeed checkpoints to Universal -*- C++
+//-*-===//
+//
+// ds_to_universal without its temporary files: every parameter's map over
+// the checkpoint's grid is planned into the map of its full tensor by the
+// reshard pipeline, and each state's copy program moves the fragments from
+// the memory-mapped optimizer files straight into the mapped output file,
+// in parallel across parameters. Input pages are released as they are
+// read, outputs unmapped as they are finished, so resident memory stays
+// near the few tensors in flight.
+//
+// The output folder is written under a temporary name and renamed into
+// place once everything is written (and, unless asked otherwise, on disk);
+// `latest_universal` beside it is written last.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_DEEPSPEED_UNIVERSALCONVERSION_H
+#define UCP_DEEPSPEED_UNIVERSALCONVERSION_H
+
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+
+#include <functional>
+
+namespace ucp {
+
+struct UniversalOptions {
+  /// Worker threads (0: every core this process may run on).
+  unsigned threads = 0;
+  /// Convert a ZeRO-1/2 checkpoint without universal_checkpoint_info as if
+  /// it carried one that names no pattern (DeepSpeed's
+  /// --inject_missing_state); without it such a checkpoint is refused, as
+  /// DeepSpeed's converter refuses it.
+  bool injectMissingState = false;
+  /// Refuse patterns of universal_checkpoint_info that no parameter uses
+  /// (DeepSpeed's default; its --no_strict turns this off).
+  bool strict = true;
+  /// Return only once the outputs are on disk.
+  bool syncOutputs = true;
+  /// Called about once a second with (files done, files, bytes written).
+  std::function<void(size_t, size_t, int64_t)> progress;
+};
+
+struct UniversalStats {
+  /// What was written without being asked for: the states a parameter
+  /// group lacks, one line each.
+  std::vector<std::string> notices;
+  size_t parameters = 0;
+  size_t files = 0;
+  int64_t bytesWritten = 0;
+  double seconds = 0;
+};
+
+/// Writes the Universal checkpoint of `checkpoint` to the new folder
+/// `output` (making its missing parents), and `latest_universal` beside
+/// it: every state each parameter has (a group saved before the
+/// optimizer's first step has no Adam moments: its fp32 weights are
+/// written alone, and a notice names what is missing). Nothing is left at
+/// `output`, nor any folder made for it, unless everything succeeds.
+llvm::Expected<UniversalStats>
+convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
+                   llvm::StringRef output, const UniversalOptions &options);
+
+} // namespace ucp
+
+#endif // UCP_DEEPSPEED_UNIVERSALCONVERSION_H

@@ -1,0 +1,71 @@
+//===- TorchArchive.h - The zip container of torch.save files ---*- C++ -*-===//
+//
+// torch.save writes a zip archive whose entries are all STORED (never
+// compressed): `<root>/data.pkl` (the pickle), `<root>/data/<key>` (one
+// record per storage), `<root>/version` and, from torch 2, `byteorder` and
+// `.data/serialization_id`. Every record's data starts at a 64-byte aligned
+// offset, and the local headers carry no sizes (bit 3: a data descriptor
+// follows), so sizes come from the central directory; torch writes a zip64
+// end of central directory record even for small files.
+//
+// TorchArchive maps the file and validates the whole central directory
+// before anything is read: every record STORED and unencrypted, inside the
+// file and after its local header, named under one root without `..`,
+// absolute or empty components, and named once. Records are then views into
+// the mapping: nothing is copied. CRCs are not checked (it would read every
+// byte a second time; the bounds are).
+//
+// Why not a library: libzip reads records by copying them out and exposes
+// no record's offset in the file, which a zero-copy reader needs; libtorch's
+// PyTorchStreamReader has the offsets but comes with libtorch and reports
+// errors by C++ exceptions, which this project builds without.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_FORMATS_TORCH_TORCHARCHIVE_H
+#define UCP_FORMATS_TORCH_TORCHARCHIVE_H
+
+#include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
+
+#include <memory>
+
+namespace ucp {
+
+/// A torch.save archive opened for reading (memory-mapped).
+class TorchArchive {
+public:
+  /// Opens and validates the archive at `path`; errors name the file and,
+  /// where one is at fault, the record.
+  static llvm::Expected<std::unique_ptr<TorchArchive>>
+  open(llvm::StringRef path);
+  /// Validates the archive held by `file` (named by its identifier).
+  static llvm::Expected<std::unique_ptr<TorchArchive>>
+  parse(std::unique_ptr<llvm::MemoryBuffer> file);
+
+  /// The first component every record name shares (the file's name
+  /// without `.pt`, as torch writes it).
+  llvm::StringRef getRoot() const { return root; }
+  /// Returns the bytes of the record `<root>/name`, if there is one.
+  std::optional<llvm::StringRef> getRecord(llvm::StringRef name) const;
+  /// The names of every record, relative to the root, in directory order.
+  llvm::ArrayRef<std::string> getRecordNames() const { return names; }
+  llvm::StringRef getPath() const { return path; }
+  /// The file's bytes.
+  const llvm::MemoryBuffer &getBuffer() const { return *buffer; }
+
+private:
+  TorchArchive() = default;
+  llvm::Error readCentralDirectory();
+
+  std::string path;
+  std::unique_ptr<llvm::MemoryBuffer> buffer;
+  std::string root;
+  std::vector<std::string> names;
+  llvm::StringMap<llvm::StringRef> records;
+};
+
+} // namespace ucp
+
+#endif // UCP_FORMATS_TORCH_TORCHARCHIVE_H

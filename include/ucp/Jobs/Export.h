@@ -1,0 +1,51 @@
+//===- Export.h - A checkpoint's model weights as safetensors ---*- C++ -*-===//
+//
+// What DeepSpeed's zero_to_fp32.py makes of a checkpoint, for every stage,
+// TP and EP layout, and from a Universal checkpoint too: the consolidated
+// model (module buffers, frozen parameters, then every trainable parameter
+// whole, from its fp32 master) as Hugging Face-style safetensors files.
+// One file `model.safetensors`, or, beyond the shard size,
+// `model-0000i-of-0000N.safetensors` and `model.safetensors.index.json`
+// (its total_size and each tensor's file). Tensors are made one at a
+// time, their source pages released as read, so that memory holds about
+// one tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_JOBS_EXPORT_H
+#define UCP_JOBS_EXPORT_H
+
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+
+#include <functional>
+
+namespace ucp {
+
+struct ExportOptions {
+  /// The floating-point tensors' dtype: F32, BF16 or F16, rounded to
+  /// nearest even. Integer buffers keep theirs.
+  DType dtype = DType::F32;
+  /// The most bytes of tensors per file (a larger tensor has a file of its
+  /// own), as Hugging Face's save_pretrained cuts its shards.
+  int64_t maxShardBytes = 5'000'000'000;
+  /// Wait until the files are on disk before returning.
+  bool syncOutputs = true;
+  /// Called about once a second with (tensors done, tensors, bytes).
+  std::function<void(size_t, size_t, int64_t)> progress;
+};
+
+struct ExportStats {
+  size_t tensors = 0, files = 0;
+  int64_t bytesWritten = 0;
+  double seconds = 0;
+};
+
+/// Writes the model of `checkpoint` into the new folder `folder` (made
+/// whole or not at all).
+llvm::Expected<ExportStats> exportModel(const DeepSpeedCheckpoint &checkpoint,
+                                        llvm::StringRef folder,
+                                        const ExportOptions &options);
+
+} // namespace ucp
+
+#endif // UCP_JOBS_EXPORT_H

@@ -1,0 +1,444 @@
+//===- DeepSpeedCheckpoint.cpp - A DeepSpeed ZeRO checkpoint, read --------===//
+//
+// Opening runs the steps of DeepSpeedReader.h in order: list the folder,
+// read every file's states, check that they are of one run, place every
+// fragment, and build each parameter's map (TP map nested with the DP
+// fragments of its TP shards).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "DeepSpeedReader.h"
+#include "ucp/Formats/Json/LegacyDocument.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Layout/LegacyMetadata.h"
+#include "ucp/Layout/NestedLayout.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Support/Error.h"
+
+#include <map>
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+
+llvm::StringRef ucp::getStateName(OptimizerState state) {
+  switch (state) {
+  case OptimizerState::Fp32:
+    return "fp32";
+  case OptimizerState::ExpAvg:
+    return "exp_avg";
+  case OptimizerState::ExpAvgSq:
+    return "exp_avg_sq";
+  }
+  return "";
+}
+
+int ucp::getScalePower(OptimizerState state) {
+  switch (state) {
+  case OptimizerState::Fp32:
+    return 1;
+  case OptimizerState::ExpAvg:
+    return -1;
+  case OptimizerState::ExpAvgSq:
+    return -2;
+  }
+  return 1;
+}
+
+Error DeepSpeedReader::readFiles() {
+  for (const std::string &path : files.modelFiles) {
+    Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
+    if (!file)
+      return file.takeError();
+    Expected<ModelStates> states = readModelStates(**file);
+    if (!states)
+      return states.takeError();
+    models.push_back(std::move(*states));
+    checkpoint.modelFiles.push_back(std::move(*file));
+  }
+  for (const std::string &path : files.optimizerFiles) {
+    Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
+    if (!file)
+      return file.takeError();
+    Expected<OptimizerStates> states = readOptimizerStates(**file, files.zero3);
+    if (!states)
+      return states.takeError();
+    DeepSpeedCheckpoint::RankFile &rank = checkpoint.ranks.emplace_back();
+    for (const RankGroup &group : states->groups) {
+      rank.partitions.push_back(group.partitions);
+      rank.steps.push_back(group.step);
+    }
+    rank.file = std::move(*file);
+    optimizers.push_back(std::move(*states));
+  }
+  return Error::success();
+}
+
+/// Refuses files that disagree with the first of their kind: `what` names
+/// the value, `value` reads it from file `i`.
+template <typename Value>
+static Error checkAgree(llvm::ArrayRef<std::string> paths, llvm::StringRef what,
+                        Value value) {
+  for (size_t i = 1; i < paths.size(); ++i)
+    if (value(i) != value(0))
+      return makeError(paths[i] + ": its " + what + " differs from " +
+                       paths[0] + "'s: the folder mixes the files of two runs");
+  return Error::success();
+}
+
+Error DeepSpeedReader::checkOneRun() const {
+  const std::vector<std::string> &modelPaths = files.modelFiles;
+  for (auto [path, model] : llvm::zip(modelPaths, models))
+    if (model.mpWorldSize != files.tp || model.dpWorldSize != files.dp)
+      return makeError(
+          path + ": it records mp_world_size " +
+          std::to_string(model.mpWorldSize) + " and dp_world_size " +
+          std::to_string(model.dpWorldSize) +
+          ", but the folder holds the files of " + std::to_string(files.tp) +
+          " TP x " + std::to_string(files.dp) + " DP ranks");
+  auto model = [&](auto field) {
+    return [&, field](size_t i) { return field(models[i]); };
+  };
+  if (Error error = checkAgree(modelPaths, "ds_version",
+                               model([](auto &m) { return m.version; })))
+    return error;
+  if (Error error = checkAgree(modelPaths, "global_steps",
+                               model([](auto &m) { return m.globalSteps; })))
+    return error;
+  const std::vector<std::string> &optimizerPaths = files.optimizerFiles;
+  if (Error error = checkAgree(optimizerPaths, "ZeRO stage",
+                               [&](size_t i) { return optimizers[i].stage; }))
+    return error;
+  for (auto [path, optimizer] : llvm::zip(optimizerPaths, optimizers)) {
+    if (optimizer.version != models[0].version)
+      return makeError(path + ": its ds_version differs from " + modelPaths[0] +
+                       "'s: the folder mixes the files of two runs");
+    if (optimizer.groups.size() != models[0].groups.size())
+      return makeError(path + ": it holds " +
+                       std::to_string(optimizer.groups.size()) +
+                       " parameter groups, the model states " +
+                       std::to_string(models[0].groups.size()));
+    for (size_t g = 0; g < optimizer.groups.size(); ++g)
+      if (optimizer.groups[g].moments != optimizers[0].groups[g].moments)
+        return makeError(path + ": it holds " +
+                         (optimizer.groups[g].moments ? "" : "no ") +
+                         "Adam moments of parameter group " +
+                         std::to_string(g) + ", " + optimizerPaths[0] + " " +
+                         (optimizer.groups[g].moments ? "none" : "some") +
+                         ": the folder mixes the files of two runs");
+  }
+  for (const RankGroup &group : optimizers[0].groups)
+    checkpoint.groupMoments.push_back(group.moments);
+  for (size_t r = 0; r < optimizers.size(); ++r)
+    if (Error error = checkPartitionCounts(r))
+      return error;
+  // Every TP rank lists the same parameters in the same groups (their
+  // shapes may differ: they are TP shards).
+  for (size_t i = 1; i < models.size(); ++i) {
+    const ModelStates &first = getModel(0), &other = models[i];
+    bool same = first.groups.size() == other.groups.size();
+    for (size_t g = 0; same && g < first.groups.size(); ++g) {
+      same = first.groups[g].size() == other.groups[g].size();
+      for (size_t p = 0; same && p < first.groups[g].size(); ++p)
+        same = first.groups[g][p].name == other.groups[g][p].name;
+    }
+    if (!same)
+      return makeError(modelPaths[i] +
+                       ": its param_shapes list other "
+                       "parameters or groups than " +
+                       modelPaths[0] + "'s");
+    // ZeRO-3 DP ranks of one TP rank record identical shapes.
+    if (files.zero3 && i >= static_cast<size_t>(files.tp))
+      for (size_t g = 0; g < other.groups.size(); ++g)
+        for (size_t p = 0; p < other.groups[g].size(); ++p)
+          if (other.groups[g][p].shape !=
+              models[i % files.tp].groups[g][p].shape)
+            return makeError(
+                modelPaths[i] + ": parameter '" + other.groups[g][p].name +
+                "' has shape " + formatList(other.groups[g][p].shape) +
+                ", but " + modelPaths[i % files.tp] + " says " +
+                formatList(models[i % files.tp].groups[g][p].shape));
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::checkPartitionCounts(size_t rank) const {
+  const OptimizerStates &optimizer = optimizers[rank];
+  const std::string &path = files.optimizerFiles[rank];
+  if (optimizer.partitionCount != files.dp)
+    return makeError(path + ": its partition_count is " +
+                     std::to_string(optimizer.partitionCount) + ", not the " +
+                     std::to_string(files.dp) + " DP ranks of the folder");
+  for (size_t g = 0; g < optimizer.groups.size(); ++g) {
+    int64_t dp = getGroupDpDegree(g), outer = getGroupOuterDegree(g);
+    if (optimizer.groupPartitionCounts[g] != dp)
+      return makeError(
+          path + ": parameter group " + std::to_string(g) +
+          " is partitioned over " +
+          std::to_string(optimizer.groupPartitionCounts[g]) +
+          " ranks, not the " + std::to_string(dp) +
+          (expertGroups.count(g) ? " expert-data-parallel" : " DP") +
+          " ranks of its parameters");
+    if (optimizer.groupPartitionRanks.empty())
+      continue;
+    // ZeRO-3 AutoEP records each group's partition group: the ranks with
+    // this rank's model-parallel (TP or EP) rank.
+    Extents members;
+    for (int64_t d = 0; d < dp; ++d)
+      members.push_back(d * outer + static_cast<int64_t>(rank) % outer);
+    if (optimizer.groupPartitionRanks[g] != members ||
+        optimizer.groupPartitionRank[g] != static_cast<int64_t>(rank) / outer)
+      return makeError(
+          path + ": ds_zero_partition_groups gives sub-group " +
+          std::to_string(g) + " the ranks " +
+          formatList(optimizer.groupPartitionRanks[g]) + " and place " +
+          std::to_string(optimizer.groupPartitionRank[g]) + ", but grid rank " +
+          std::to_string(rank) + " is at " + std::to_string(rank / outer) +
+          " of " + formatList(members));
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::readTensorParallelLayout() {
+  const std::optional<llvm::json::Value> &info = getModel(0).universalInfo;
+  for (int64_t t = 1; t < files.tp; ++t)
+    if (getModel(t).universalInfo != info)
+      return makeError(files.modelFiles[t] +
+                       ": its universal_checkpoint_info differs from " +
+                       files.modelFiles[0] + "'s");
+  if (!info) {
+    if (files.tp > 1)
+      return makeError(files.modelFiles[0] +
+                       ": a tensor-parallel checkpoint without "
+                       "universal_checkpoint_info, so nothing says how its "
+                       "parameters are split");
+    return Error::success();
+  }
+  auto inInfo = [&](Error error) {
+    return makeError(files.modelFiles[0] + ": universal_checkpoint_info: " +
+                     llvm::toString(std::move(error)));
+  };
+  llvm::json::Object rest = *info->getAsObject();
+  // The AutoEP layout is read from the model states (AutoEpLayout.cpp),
+  // where these keys were checked.
+  if (!checkpoint.autoEpLayers.empty())
+    for (llvm::StringRef key :
+         {"expert_parameter_patterns", "ds_autoep_layers", "autoep_layers"})
+      rest.erase(key);
+  // A map the checkpoint carries wins over the categories (spec §6.3).
+  if (rest.erase("affine_map")) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << *info;
+    Expected<std::vector<ParamMap>> maps = parseMapDocument(text);
+    if (!maps)
+      return inInfo(maps.takeError());
+    for (ParamMap &map : *maps)
+      affineMaps[map.name] = std::move(map);
+  }
+  Expected<LegacyCategories> parsed =
+      parseLegacyCategories(llvm::json::Value(std::move(rest)));
+  if (!parsed)
+    return inInfo(parsed.takeError());
+  categories = std::move(*parsed);
+  return Error::success();
+}
+
+Expected<ParamMap>
+DeepSpeedReader::buildTpMap(llvm::StringRef name,
+                            llvm::ArrayRef<Extents> shapes) const {
+  if (files.tp == 1)
+    return buildReplicatedLayout(name, shapes[0], 1);
+  auto map = affineMaps.find(name.str());
+  if (map == affineMaps.end())
+    return lowerObservedParam(name, shapes, *categories);
+  for (auto [rank, shape] : llvm::enumerate(shapes)) {
+    const std::vector<Shard> &shards = map->second.shards;
+    auto shard = llvm::find_if(shards, [&](const Shard &s) {
+      return s.rank == static_cast<int64_t>(rank);
+    });
+    if (map->second.worldSize != files.tp || shard == shards.end() ||
+        shard->shape != shape)
+      return makeError(
+          "parameter '" + name +
+          "': the affine_map of universal_checkpoint_info does not "
+          "give TP rank " +
+          std::to_string(rank) + " the shape " + formatList(shape) +
+          " its files hold");
+  }
+  return map->second;
+}
+
+Expected<ParamMap>
+DeepSpeedReader::buildExpertMap(llvm::StringRef name, size_t layer,
+                                const Extents &localShape) const {
+  return buildAutoEpExpertMap(name, checkpoint.autoEpLayers[layer], localShape);
+}
+
+Error DeepSpeedReader::buildParams() {
+  for (size_t g = 0; g < getModel(0).groups.size(); ++g) {
+    // Model-parallel ranks (TP, or EP for experts) x DP (or EDP) ranks.
+    int64_t outer = getGroupOuterDegree(g), dp = getGroupDpDegree(g);
+    bool experts = expertGroups.count(g);
+    // Every EP rank's expert shapes are those of the first model file.
+    auto getShapes = [&](int64_t o) -> const std::vector<GroupParam> & {
+      return getModel(experts ? 0 : o).groups[g];
+    };
+    // Per outer rank: every parameter's slice on each DP rank.
+    std::vector<std::vector<std::vector<FragmentSlice>>> placements;
+    for (int64_t o = 0; o < outer; ++o) {
+      std::vector<const RankGroup *> ranks;
+      std::vector<std::string> paths;
+      for (int64_t d = 0; d < dp; ++d) {
+        ranks.push_back(&optimizers[d * outer + o].groups[g]);
+        paths.push_back(files.optimizerFiles[d * outer + o]);
+      }
+      Expected<std::vector<std::vector<FragmentSlice>>> placement =
+          placeFragments(getShapes(o), ranks, paths, files.zero3);
+      if (!placement)
+        return placement.takeError();
+      placements.push_back(std::move(*placement));
+    }
+    for (size_t p = 0; p < getModel(0).groups[g].size(); ++p) {
+      DeepSpeedParam param;
+      param.name = getModel(0).groups[g][p].name;
+      param.group = g;
+      if (experts)
+        param.expertLayer = expertLayers[g][p];
+      std::vector<ParamMap> inner;
+      param.slices.resize(outer * dp);
+      for (int64_t o = 0; o < outer; ++o) {
+        param.tpShapes.push_back(getShapes(o)[p].shape);
+        Extents sizes;
+        for (int64_t d = 0; d < dp; ++d) {
+          param.slices[d * outer + o] = placements[o][p][d];
+          sizes.push_back(placements[o][p][d].count);
+        }
+        Expected<ParamMap> fragments =
+            buildFlatRangeLayout(param.name, param.tpShapes.back(), sizes);
+        if (!fragments)
+          return fragments.takeError();
+        inner.push_back(std::move(*fragments));
+      }
+      Expected<ParamMap> outerMap =
+          experts ? buildExpertMap(param.name, *param.expertLayer,
+                                   param.tpShapes.front())
+                  : buildTpMap(param.name, param.tpShapes);
+      if (!outerMap)
+        return outerMap.takeError();
+      Expected<ParamMap> map = nestShardMaps(*outerMap, inner);
+      if (!map)
+        return map.takeError();
+      param.map = std::move(*map);
+      param.tpMap = std::move(*outerMap);
+      checkpoint.params.push_back(std::move(param));
+    }
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::run(llvm::StringRef folder) {
+  Expected<FolderScan> scan = scanCheckpointFolder(folder);
+  if (!scan)
+    return scan.takeError();
+  // The first model-state file records the grid the run saved.
+  Expected<std::unique_ptr<TorchFile>> first =
+      TorchFile::open(getFirstModelFile(*scan));
+  if (!first)
+    return first.takeError();
+  Expected<ModelStates> grid = readModelStates(**first);
+  if (!grid)
+    return grid.takeError();
+  for (auto [what, size] : {std::pair{"mp_world_size", grid->mpWorldSize},
+                            {"dp_world_size", grid->dpWorldSize}})
+    if (std::string error = checkWorldSize(size, what); !error.empty())
+      return makeError((*first)->getPath() + ": " + error);
+  Expected<CheckpointFiles> listed =
+      selectGridFiles(*scan, grid->mpWorldSize, grid->dpWorldSize);
+  if (!listed)
+    return listed.takeError();
+  files = std::move(*listed);
+  checkpoint.folder = folder.str();
+  checkpoint.optimizerPrefix = scan->prefix;
+  checkpoint.tp = files.tp;
+  checkpoint.dp = files.dp;
+  if (Error error = readFiles())
+    return error;
+  if (Error error = readExpertParallelLayout())
+    return error;
+  if (Error error = checkOneRun())
+    return error;
+  checkpoint.stage = optimizers[0].stage;
+  if (Error error = readTensorParallelLayout())
+    return error;
+  return buildParams();
+}
+
+Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+DeepSpeedCheckpoint::open(llvm::StringRef folder) {
+  auto checkpoint =
+      std::unique_ptr<DeepSpeedCheckpoint>(new DeepSpeedCheckpoint());
+  DeepSpeedReader reader(*checkpoint);
+  if (Error error = reader.run(folder))
+    return std::move(error);
+  return checkpoint;
+}
+
+Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+DeepSpeedCheckpoint::openUniversal(llvm::StringRef folder) {
+  auto checkpoint =
+      std::unique_ptr<DeepSpeedCheckpoint>(new DeepSpeedCheckpoint());
+  DeepSpeedReader reader(*checkpoint);
+  if (Error error = reader.runUniversal(folder))
+    return std::move(error);
+  return checkpoint;
+}
+
+void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,
+                                               int64_t rank,
+                                               OptimizerState state,
+                                               const char *data,
+                                               size_t bytes) const {
+  const TorchFile &file =
+      isUniversal()
+          ? *universalFiles[getIndex(param)][static_cast<size_t>(state)]
+          : *ranks[rank].file;
+  file.releasePages(data, bytes);
+}
+
+ProgramRun
+DeepSpeedCheckpoint::getFragmentRun(const DeepSpeedParam &param,
+                                    OptimizerState state,
+                                    const CopyProgram &program) const {
+  ProgramRun run{&program, {}, DType::F32, getScalePower(state), param.name};
+  for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
+    run.buffers.sources[rank] = getFragment(param, rank, state).data;
+  return run;
+}
+
+std::string DeepSpeedCheckpoint::getMissingStates(size_t group) const {
+  std::string missing;
+  for (OptimizerState state : kOptimizerStates)
+    if (!hasState(group, state))
+      missing += (missing.empty() ? "" : ", ") + getStateName(state).str();
+  return missing;
+}
+
+TensorData DeepSpeedCheckpoint::getFragment(const DeepSpeedParam &param,
+                                            int64_t rank,
+                                            OptimizerState state) const {
+  assert(hasState(param.group, state) && "a state the group lacks");
+  if (isUniversal())
+    return universalStates[getIndex(param)][static_cast<size_t>(state)];
+  const RankFile &file = ranks[rank];
+  const FragmentSlice &slice = param.slices[rank];
+  TensorData partition = file.file->getTensor(
+      file.partitions[param.group][static_cast<size_t>(state)]);
+  return {DType::F32,
+          {slice.count},
+          {1},
+          partition.data + slice.offset * getElementSize(DType::F32)};
+}

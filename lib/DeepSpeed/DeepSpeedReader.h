@@ -1,0 +1,202 @@
+//===- DeepSpeedReader.h - Steps of reading a DeepSpeed checkpoint -*- C++
+//-*-===//
+//
+// Internal to the IO library: the folder's files, the model and optimizer
+// states as plain records, and ZeRO's placement of fragments, each step a
+// function of its own so that each can be tested and read alone.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_LIB_DEEPSPEED_DEEPSPEEDREADER_H
+#define UCP_LIB_DEEPSPEED_DEEPSPEEDREADER_H
+
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Formats/Torch/PickleCursor.h"
+
+#include <map>
+#include <set>
+
+namespace ucp {
+
+/// The torch.save files of a checkpoint folder, by grid position.
+struct CheckpointFiles {
+  bool zero3 = false;
+  int64_t tp = 0, dp = 0;
+  /// Per TP rank (ZeRO-1/2) or per grid rank `dp * tp + t` (ZeRO-3).
+  std::vector<std::string> modelFiles;
+  /// Per grid rank.
+  std::vector<std::string> optimizerFiles;
+  /// AutoEP's per-expert files: (moe layer, global expert) -> the files
+  /// naming it (one per TP rank).
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> expertFiles;
+};
+
+/// The .pt files of a checkpoint folder, before the grid is known.
+struct FolderScan {
+  std::string folder;
+  bool zero3 = false;
+  /// "bf16_" or "": the optimizer files' prefix.
+  std::string prefix;
+  std::set<std::string> names;
+  /// AutoEP's per-expert files, as in CheckpointFiles.
+  std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> expertFiles;
+};
+
+/// Lists `folder`'s .pt files, all named as save_checkpoint names them, of
+/// one stage and one prefix.
+llvm::Expected<FolderScan> scanCheckpointFolder(llvm::StringRef folder);
+
+/// The model-state file of TP and DP rank 0, which records the grid.
+std::string getFirstModelFile(const FolderScan &scan);
+
+/// Selects the files of a grid of `tp` x `dp` ranks from `scan`, refusing a
+/// missing file or one outside the grid.
+llvm::Expected<CheckpointFiles> selectGridFiles(const FolderScan &scan,
+                                                int64_t tp, int64_t dp);
+
+/// A parameter as a group's `param_shapes` lists it.
+struct GroupParam {
+  std::string name;
+  Extents shape;
+  int64_t elements = 0;
+};
+
+/// One `ds_autoep_layers` entry: the layer and what it says of the rank
+/// that wrote the file.
+struct AutoEpRecord {
+  AutoEpLayer layer;
+  /// "per_expert_files" (ZeRO-1/2) or "zero3_partitioned"; the legacy
+  /// `autoep_layers` may omit it and the rank fields.
+  std::optional<std::string> format;
+  std::optional<int64_t> epRank, edpRank, edpWorldSize;
+};
+
+/// The AutoEP metadata of a model-state file.
+struct AutoEpStates {
+  std::vector<AutoEpRecord> layers;
+  /// Read from the legacy key `autoep_layers`.
+  bool legacyKey = false;
+  /// `num_experts`, one per layer, if recorded.
+  std::optional<Extents> numExperts;
+};
+
+/// What one TP rank's model-state file says.
+struct ModelStates {
+  /// Per optimizer parameter group, in order.
+  std::vector<std::vector<GroupParam>> groups;
+  /// universal_checkpoint_info as JSON, if the file has it.
+  std::optional<llvm::json::Value> universalInfo;
+  /// `ds_autoep_layers` (or `autoep_layers`), if the file has it.
+  std::optional<AutoEpStates> autoEp;
+  int64_t dpWorldSize = 0, mpWorldSize = 0;
+  /// What must agree across the files of one run.
+  std::string version;
+  int64_t globalSteps = 0;
+};
+
+/// Reads the AutoEP metadata of a model-state file's root: `ds_autoep_layers`
+/// or the legacy `autoep_layers`, and `num_experts`; nothing if it has none.
+llvm::Expected<std::optional<AutoEpStates>>
+readAutoEpStates(const PickleCursor &root);
+
+/// Reads the model-state file `file`.
+llvm::Expected<ModelStates> readModelStates(const TorchFile &file);
+
+/// One parameter group as one rank's optimizer file records it.
+struct RankGroup {
+  /// The flat partitions of fp32 weights, exp_avg, exp_avg_sq.
+  std::array<PickleRef, 3> partitions{};
+  std::array<int64_t, 3> lengths{};
+  /// Whether the rank holds the group's Adam moments (an optimizer saved
+  /// before its first step holds none).
+  bool moments = false;
+  std::optional<PickleRef> step;
+  /// ZeRO-1/2: param_slice_mappings, name -> (numel, start), in order.
+  std::vector<std::pair<std::string, std::pair<int64_t, int64_t>>> slices;
+};
+
+/// What one rank's optimizer file says.
+struct OptimizerStates {
+  int stage = 1;
+  /// The dense DP degree: ZeRO-3's int, ZeRO-1/2's first group's.
+  int64_t partitionCount = 0;
+  /// Per group, the ranks it is partitioned over: ZeRO-1/2's list, ZeRO-3's
+  /// `ds_zero_partition_groups` (AutoEP), else partitionCount for each.
+  Extents groupPartitionCounts;
+  /// ZeRO-3 with `ds_zero_partition_groups`: per group, the grid ranks of
+  /// its partition group and this rank's place there.
+  std::vector<Extents> groupPartitionRanks;
+  Extents groupPartitionRank;
+  std::vector<RankGroup> groups;
+  std::string version;
+};
+
+/// Reads the optimizer-state file `file` of a ZeRO-1/2 (`zero3` false) or
+/// ZeRO-3 checkpoint.
+llvm::Expected<OptimizerStates> readOptimizerStates(const TorchFile &file,
+                                                    bool zero3);
+
+/// Places the fragments of one parameter group of one TP rank: for each
+/// parameter of `params`, its slice on each DP rank of `ranks` (that
+/// group's records in the DP ranks' optimizer files, named by `files`).
+/// ZeRO-1/2 (`zero3` false): the group is flattened in order and padded,
+/// split into equal partitions, and each rank's param_slice_mappings must
+/// be exactly the parameters' intersections with its partition. ZeRO-3:
+/// each parameter takes `ceil(elements / dp)` slots on every rank.
+llvm::Expected<std::vector<std::vector<FragmentSlice>>>
+placeFragments(llvm::ArrayRef<GroupParam> params,
+               llvm::ArrayRef<const RankGroup *> ranks,
+               llvm::ArrayRef<std::string> files, bool zero3);
+
+/// Reads a checkpoint into a DeepSpeedCheckpoint, one step per method.
+class DeepSpeedReader {
+public:
+  explicit DeepSpeedReader(DeepSpeedCheckpoint &checkpoint)
+      : checkpoint(checkpoint) {}
+  llvm::Error run(llvm::StringRef folder);
+  /// Reads a Universal checkpoint folder instead
+  /// (UniversalCheckpointReader.cpp).
+  llvm::Error runUniversal(llvm::StringRef folder);
+
+private:
+  llvm::Error readFiles();
+  llvm::Error checkOneRun() const;
+  /// Checks grid rank `rank`'s partition counts against its groups'.
+  llvm::Error checkPartitionCounts(size_t rank) const;
+  /// AutoEP (AutoEpLayout.cpp): the layers, which groups hold experts, and
+  /// the per-expert files, all checked against each other.
+  llvm::Error readExpertParallelLayout();
+  llvm::Error checkExpertFiles();
+  llvm::Error findExpertParams();
+  /// The DP degree group `g` is partitioned over: EDP for experts.
+  int64_t getGroupDpDegree(size_t g) const;
+  /// The model-parallel degree of group `g`: TP, or EP for experts.
+  int64_t getGroupOuterDegree(size_t g) const;
+  llvm::Error readTensorParallelLayout();
+  llvm::Error buildParams();
+  llvm::Expected<ParamMap> buildTpMap(llvm::StringRef name,
+                                      llvm::ArrayRef<Extents> shapes) const;
+  /// An expert's map over the EP ranks, from its EP-local shape.
+  llvm::Expected<ParamMap> buildExpertMap(llvm::StringRef name, size_t layer,
+                                          const Extents &localShape) const;
+  llvm::Error findUniversalFiles(llvm::StringRef folder);
+  llvm::Error buildUniversalParams();
+  llvm::Error readUniversalStates(const DeepSpeedParam &param);
+  llvm::Error buildUniversalTemplates();
+  /// The model states of TP rank `t` (DP rank 0's, for ZeRO-3).
+  const ModelStates &getModel(int64_t t) const { return models[t]; }
+
+  DeepSpeedCheckpoint &checkpoint;
+  CheckpointFiles files;
+  std::vector<ModelStates> models;
+  std::vector<OptimizerStates> optimizers;
+  std::map<std::string, ParamMap> affineMaps;
+  /// Per group: the AutoEP layer of each of its parameters, if experts.
+  std::vector<std::vector<std::optional<size_t>>> expertLayers;
+  std::set<size_t> expertGroups;
+  std::optional<LegacyCategories> &categories = checkpoint.categories;
+};
+
+} // namespace ucp
+
+#endif // UCP_LIB_DEEPSPEED_DEEPSPEEDREADER_H

@@ -1,0 +1,397 @@
+//===- Retarget.cpp - A DeepSpeed checkpoint at another topology ----------===//
+//
+// Plan (target partitioning, target maps, copy programs; everything checked
+// before a file is made), then write the target files one at a time, the
+// parameters of each partition in parallel, each parameter's copies run
+// from the memory-mapped source fragments in batches whose source pages are
+// released once done.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Retargeter.h"
+#include "ucp/Element/FloatBits.h"
+#include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Engine/ProgramDriver.h"
+#include "ucp/Layout/NestedLayout.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
+#include "ucp/Plan/Planner.h"
+#include "ucp/Support/CheckpointFolder.h"
+#include "ucp/Support/Error.h"
+
+#include "llvm/Support/Parallel.h"
+
+#include <chrono>
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+
+/// Whether the model states of `checkpoint` record frozen parameters.
+static bool hasFrozenParams(const DeepSpeedCheckpoint &checkpoint) {
+  PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
+  std::optional<PickleCursor> frozen = root.find("frozen_param_fragments");
+  return frozen && frozen->is(PickleValue::Dict) &&
+         !frozen->get().items.empty();
+}
+
+Error Retargeter::checkTarget() const {
+  if (stage < 1 || stage > 3)
+    return makeError("--zero-stage " + std::to_string(stage) +
+                     ": expected 1, 2 or 3");
+  if (options.dp < 1)
+    return makeError("--dp " + std::to_string(options.dp) + ": expected >= 1");
+  if (tp < 1 || tp > kMaxWorldSize)
+    return makeError("--tp " + std::to_string(tp) + ": expected 1 to " +
+                     std::to_string(kMaxWorldSize));
+  if (options.numKvHeads && !options.targetMaps.empty())
+    return makeError("--num-kv-heads: the maps of --target-map decide "
+                     "the split");
+  if (options.numKvHeads && !changesTp())
+    return makeError("--num-kv-heads: used only at a new TP degree "
+                     "(--tp), and the TP degree stays " +
+                     std::to_string(tp));
+  // Bounded before any map is built: the target grid is dp x tp ranks
+  // (dp alone first, so that the product cannot overflow).
+  int64_t world = std::min(options.dp, kMaxWorldSize + 1) * tp;
+  if (std::string error =
+          checkWorldSize(options.dp > kMaxWorldSize ? options.dp : world,
+                         "the target's DP x TP world");
+      !error.empty())
+    return makeError("--dp " + std::to_string(options.dp) + ": " + error);
+  for (const DeepSpeedParam &param : checkpoint.getParams())
+    if (std::string missing = checkpoint.getMissingStates(param.group);
+        !missing.empty())
+      return makeError(
+          checkpoint.getFolder() + ": parameter group " +
+          std::to_string(param.group) + " has no " + missing +
+          " (saved before the optimizer's first step?), which the target's "
+          "optimizer files hold");
+  if (checkpoint.getAutoEpSize() || options.autoEpSize)
+    if (Error error = checkExpertParallel())
+      return error;
+  // ZeRO-3 keeps each rank's slots of a frozen parameter; ZeRO-1/2 the
+  // whole tensor. Moving those is not built.
+  if ((isZero3Source() || isZero3Target()) && hasFrozenParams(checkpoint))
+    return makeError(
+        checkpoint.getFolder() +
+        ": frozen parameters (frozen_param_fragments) to or from ZeRO-3 are "
+        "not supported");
+  // Frozen parameters and buffers have no split rules in
+  // universal_checkpoint_info.
+  if (changesTpMaps() && hasFrozenParams(checkpoint))
+    return makeError(checkpoint.getFolder() +
+                     ": frozen parameters (frozen_param_fragments) at a "
+                     "new TP degree are not supported");
+  PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
+  std::optional<PickleCursor> buffers = root.find("buffer_names");
+  if (changesTpMaps() && buffers && buffers->is(PickleValue::List) &&
+      !buffers->get().items.empty())
+    return makeError(checkpoint.getFolder() +
+                     ": module buffers (buffer_names) at a new TP "
+                     "degree are not supported");
+  return Error::success();
+}
+
+Error Retargeter::plan() {
+  if (Error error = checkTarget())
+    return error;
+  if (Error error = planTensorParallel())
+    return error;
+  llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (params[p].group >= groups.size())
+      groups.resize(params[p].group + 1);
+    groups[params[p].group].push_back(p);
+  }
+  for (size_t g = 0; g < groups.size(); ++g) {
+    outerDegrees.push_back(isExpertGroup(g) ? epSize : tp);
+    std::vector<ZeroGroupLayout> &perRank = layouts.emplace_back();
+    for (int64_t o = 0; o < outerDegrees[g]; ++o) {
+      std::vector<int64_t> elements;
+      for (size_t p : groups[g])
+        elements.push_back(*getNumElements(tpShapes[p][o]));
+      perRank.push_back(layOutZeroGroup(elements, getGroupDpDegree(g), stage));
+    }
+  }
+  // Each parameter's target map: its TP (or EP) map, each shard cut by the
+  // target's partitioning; and its TP map alone, for the weights.
+  std::vector<ParamMap> sources, targets, weights;
+  for (size_t g = 0; g < groups.size(); ++g)
+    for (auto [i, p] : llvm::enumerate(groups[g])) {
+      const DeepSpeedParam &param = params[p];
+      std::vector<ParamMap> inner;
+      for (int64_t o = 0; o < outerDegrees[g]; ++o) {
+        Extents sizes;
+        for (int64_t d = 0; d < getGroupDpDegree(g); ++d)
+          sizes.push_back(layouts[g][o].getSlice(i, d).count);
+        Expected<ParamMap> cut =
+            buildFlatRangeLayout(param.name, tpShapes[p][o], sizes);
+        if (!cut)
+          return cut.takeError();
+        inner.push_back(std::move(*cut));
+      }
+      Expected<ParamMap> map = nestShardMaps(tpMaps[p], inner);
+      if (!map)
+        return map.takeError();
+      sources.push_back(param.map);
+      targets.push_back(std::move(*map));
+      weights.push_back(tpMaps[p]);
+    }
+  ReplicaPolicy policy;
+  policy.kind = ReplicaPolicy::Lowest;
+  Expected<TransferPrograms> planned = planTransfers(sources, targets, policy);
+  if (!planned)
+    return planned.takeError();
+  programs = std::move(*planned);
+  // One program serves every state: each must be able to move through it.
+  for (const DeepSpeedParam &param : params)
+    for (OptimizerState state : kOptimizerStates)
+      if (Error error = checkScalePower(programs.at(param.name), param.name,
+                                        getScalePower(state)))
+        return error;
+  if (rebuildsWeights()) {
+    Expected<TransferPrograms> planned =
+        planTransfers(sources, weights, policy);
+    if (!planned)
+      return planned.takeError();
+    weightPrograms = std::move(*planned);
+  }
+  return Error::success();
+}
+
+/// The bytes of zeros a partition's padding is written from at a time.
+constexpr size_t kZeroPiece = size_t(1) << 20;
+
+void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
+                              std::vector<char> &out) const {
+  const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
+  int64_t elements = layouts[g][t].elements[i];
+  // The fp32 master of the TP shard (its source pages released as read),
+  // then in the model's dtype, rounded to nearest even as torch's copy_
+  // does.
+  std::vector<float> master(elements);
+  ProgramRun run = checkpoint.getFragmentRun(param, OptimizerState::Fp32,
+                                             weightPrograms.at(param.name));
+  run.buffers.targets[t] = master.data();
+  CpuExecutor cpu(/*threads=*/1);
+  // The CPU executor does not fail.
+  llvm::cantFail(runIntoTarget(
+      run, t, elements, cpu, getFragmentReleaser(param, OptimizerState::Fp32)));
+  out.resize(elements * getElementSize(type));
+  narrowFloat32(master.data(), elements, type, out.data());
+}
+
+Retargeter::PartitionPieces
+Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
+                               int64_t elements, llvm::StringRef zeros) const {
+  GroupRank rank = getGroupRank(g, d, t);
+  const ZeroGroupLayout &layout = layouts[g][rank.outer];
+  int64_t target = rank.world;
+  OptimizerState which = kOptimizerStates[state];
+  // Each parameter's fragment: runs of its mapped source fragments where
+  // its copies only concatenate them (flat from flat, whole from whole),
+  // else executed into a buffer of its own.
+  std::vector<ProgramRun> runs;
+  std::vector<std::optional<std::vector<SourcePiece>>> direct;
+  std::vector<size_t> executed;
+  for (auto [i, p] : llvm::enumerate(groups[g])) {
+    const DeepSpeedParam &param = checkpoint.getParams()[p];
+    runs.push_back(
+        checkpoint.getFragmentRun(param, which, programs.at(param.name)));
+    direct.push_back(getSourcePieces(runs.back(), target));
+    if (layout.getSlice(i, rank.inner).count > 0 && !direct.back())
+      executed.push_back(i);
+  }
+  PartitionPieces pieces;
+  pieces.buffers.resize(groups[g].size());
+  llvm::parallelFor(0, executed.size(), [&](size_t e) {
+    size_t i = executed[e];
+    const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
+    std::vector<char> &buffer = pieces.buffers[i];
+    int64_t count = layout.getSlice(i, rank.inner).count;
+    buffer.assign(count * 4, 0);
+    runs[i].buffers.targets[target] = buffer.data();
+    CpuExecutor cpu(/*threads=*/1);
+    // The CPU executor does not fail.
+    llvm::cantFail(runIntoTarget(runs[i], target, count, cpu,
+                                 getFragmentReleaser(param, which)));
+  });
+  int64_t at = 0; // Elements of the partition laid out so far.
+  auto pad = [&](int64_t upTo) {
+    for (int64_t n; at < upTo; at += n) {
+      n = std::min<int64_t>(upTo - at, zeros.size() / 4);
+      pieces.pieces.push_back(zeros.take_front(n * 4));
+    }
+  };
+  for (auto [i, p] : llvm::enumerate(groups[g])) {
+    FragmentSlice slice = layout.getSlice(i, rank.inner);
+    if (slice.count == 0)
+      continue;
+    pad(slice.offset); // ZeRO-3's slots end in padding.
+    const DeepSpeedParam &param = checkpoint.getParams()[p];
+    if (!direct[i])
+      pieces.pieces.push_back(
+          {pieces.buffers[i].data(), pieces.buffers[i].size()});
+    else
+      for (const SourcePiece &piece : *direct[i]) {
+        pieces.pieces.push_back(piece.bytes);
+        pieces.sources.push_back({&param, piece.rank, piece.bytes});
+      }
+    at += slice.count;
+  }
+  pad(elements); // ZeRO-1/2's end in padding.
+  return pieces;
+}
+
+Error Retargeter::writeTargetFile(llvm::StringRef path, const TargetFile &file,
+                                  const TorchFile &source, int64_t d, int64_t t,
+                                  bool releaseSource) {
+  Expected<std::unique_ptr<TorchFileWriter>> writer =
+      TorchFileWriter::create(path, file.document);
+  if (!writer)
+    return writer.takeError();
+  if (Error error =
+          writeStorages(**writer, source, d, t, file.storages, releaseSource))
+    return error;
+  if (Error error = (*writer)->copyStoragesFrom(source))
+    return error;
+  if (Error error = (*writer)->commit(/*durable=*/false))
+    return error;
+  ++filesWritten;
+  return Error::success();
+}
+
+Error Retargeter::writeStorages(TorchFileWriter &writer,
+                                const TorchFile &source, int64_t d, int64_t t,
+                                llvm::ArrayRef<NewStorage> storages,
+                                bool releaseSource) {
+  std::vector<char> buffer;
+  for (const NewStorage &storage : storages) {
+    int64_t size = getElementSize(storage.type);
+    std::vector<llvm::StringRef> pieces;
+    std::string zeros;
+    PartitionPieces partition;
+    switch (storage.fill) {
+    case NewStorage::Partition:
+      zeros.assign(kZeroPiece, '\0');
+      partition = getPartitionPieces(storage.group, d, t, storage.state,
+                                     storage.elements, zeros);
+      pieces = partition.pieces;
+      break;
+    case NewStorage::MasterWeights: {
+      // One weight at a time, then the padding: memory holds one.
+      size_t params = groups[storage.group].size();
+      zeros.assign((storage.elements - storage.kept) * size, '\0');
+      if (Error error = writer.writeStorage(
+              storage.key, params + 1, [&](size_t i) -> llvm::StringRef {
+                if (i == params)
+                  return zeros;
+                buildWeights(storage.group, i, t, storage.type, buffer);
+                return {buffer.data(), buffer.size()};
+              }))
+        return error;
+      bytesWritten += storage.elements * size;
+      continue;
+    }
+    case NewStorage::SourceWeights:
+      // The real elements; the padding, whatever the source held, zeros.
+      pieces.push_back(
+          source.getStorageBytes(storage.key)->take_front(storage.kept * size));
+      zeros.assign((storage.elements - storage.kept) * size, '\0');
+      pieces.push_back(zeros);
+      break;
+    case NewStorage::Empty:
+      break;
+    }
+    if (Error error = writer.writeStorage(
+            storage.key, pieces, [&](llvm::StringRef chunk) {
+              if (releaseSource && storage.fill == NewStorage::SourceWeights)
+                source.releasePages(chunk.data(), chunk.size()); // Read once.
+            }))
+      return error;
+    for (const PartitionPieces::Source &read : partition.sources)
+      checkpoint.releaseFragmentPages(*read.param, read.rank,
+                                      kOptimizerStates[storage.state],
+                                      read.bytes.data(), read.bytes.size());
+    bytesWritten += storage.elements * size;
+  }
+  return Error::success();
+}
+
+std::optional<PickleCursor> ucp::findPath(const PickleCursor &root,
+                                          llvm::ArrayRef<const char *> keys) {
+  std::optional<PickleCursor> at = root;
+  for (const char *key : keys)
+    if (!(at = at->find(key)))
+      return std::nullopt;
+  return at;
+}
+
+void ucp::replacePath(const PickleCursor &root,
+                      llvm::ArrayRef<const char *> keys, PickleRef value,
+                      llvm::DenseMap<PickleRef, PickleRef> &replaced) {
+  if (std::optional<PickleCursor> old = findPath(root, keys))
+    replaced[old->getRef()] = value;
+}
+
+Error Retargeter::write(llvm::StringRef folder) {
+  // One file at a time, each partition's parameters in parallel: memory
+  // holds one target partition.
+  llvm::parallel::strategy = llvm::hardware_concurrency(options.threads);
+  // Model states per TP rank, or per grid rank for ZeRO-3; ZeRO-1/2's
+  // per-expert files.
+  size_t experts = 0;
+  if (!isZero3Target())
+    for (const AutoEpLayer &layer : checkpoint.getAutoEpLayers())
+      experts += layer.numExperts;
+  size_t total =
+      (isZero3Target() ? tp * options.dp : tp) + tp * options.dp + experts;
+  auto report = [&] {
+    if (options.progress)
+      options.progress(filesWritten, total, bytesWritten);
+  };
+  for (int64_t t = 0; t < tp; ++t) {
+    if (Error error = writeModelStates(t, folder))
+      return error;
+    report();
+  }
+  for (int64_t d = 0; d < options.dp; ++d)
+    for (int64_t t = 0; t < tp; ++t) {
+      if (Error error = writeOptimizerStates(d, t, folder))
+        return error;
+      report();
+    }
+  if (experts) {
+    if (Error error = writeExpertFiles(folder))
+      return error;
+    report();
+  }
+  return Error::success();
+}
+
+Expected<RetargetStats>
+ucp::retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
+                        llvm::StringRef output,
+                        const RetargetOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  Expected<llvm::StringRef> folder = getCheckpointFolder(output, "latest");
+  if (!folder)
+    return folder.takeError();
+  Retargeter retargeter(checkpoint, options);
+  if (Error error = retargeter.plan())
+    return std::move(error);
+  // DeepSpeed's load_checkpoint finds the tag through latest.
+  if (Error error = writeCheckpointFolder(
+          *folder, "latest",
+          [&](llvm::StringRef staged) { return retargeter.write(staged); },
+          options.syncOutputs))
+    return std::move(error);
+  RetargetStats stats;
+  stats.files = retargeter.getFilesWritten() + 1;
+  stats.bytesWritten = retargeter.getBytesWritten();
+  stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return stats;
+}

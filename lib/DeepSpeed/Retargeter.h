@@ -1,0 +1,283 @@
+//===- Retargeter.h - The steps of retargeting a checkpoint -----*- C++ -*-===//
+//
+// Internal to the Universal library. A Retargeter plans a checkpoint's
+// move to another DP and TP degree and ZeRO stage (each parameter's TP map
+// at the target's degree, RetargetTensorParallel.cpp; the target's ZeRO
+// partitioning of each group; each parameter's map over the target grid;
+// the copy programs), then writes the target's files: optimizer states per
+// grid rank (RetargetOptimizerStates.cpp) and model states per TP rank, or
+// per grid rank for ZeRO-3 (RetargetModelStates.cpp), each document the
+// source's with what the topology decides replaced, and the data filled
+// from the memory-mapped source fragments (Retarget.cpp). The source may
+// be a Universal checkpoint read as one DP rank of whole tensors. An AutoEP
+// checkpoint's expert group is partitioned over EP x EDP ranks instead of
+// TP x DP (RetargetExpertParallel.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_LIB_DEEPSPEED_RETARGETER_H
+#define UCP_LIB_DEEPSPEED_RETARGETER_H
+
+#include "ucp/DeepSpeed/Retarget.h"
+#include "ucp/DeepSpeed/ZeroFlattening.h"
+#include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Formats/Torch/PickleCursor.h"
+#include "ucp/Formats/Torch/TorchFileWriter.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <atomic>
+
+namespace ucp {
+
+/// The value at `keys` under `root`, if every step is there.
+std::optional<PickleCursor> findPath(const PickleCursor &root,
+                                     llvm::ArrayRef<const char *> keys);
+
+/// Maps the value at `keys` under `root` to `value`, if it is there.
+void replacePath(const PickleCursor &root, llvm::ArrayRef<const char *> keys,
+                 PickleRef value,
+                 llvm::DenseMap<PickleRef, PickleRef> &replaced);
+
+/// ds_config's ZeRO stage and AutoEP size.
+inline constexpr const char *kStagePath[] = {"ds_config", "zero_optimization",
+                                             "stage"};
+inline constexpr const char *kAutoEpSizePath[] = {
+    "ds_config", "expert_parallel", "autoep_size"};
+
+class Retargeter {
+public:
+  Retargeter(const DeepSpeedCheckpoint &checkpoint,
+             const RetargetOptions &options)
+      : checkpoint(checkpoint), options(options),
+        tp(options.tp.value_or(options.targetMaps.empty()
+                                   ? checkpoint.getTpDegree()
+                                   : options.targetMaps[0].worldSize)),
+        sourceTp(checkpoint.getTpDegree()),
+        stage(options.zeroStage.value_or(checkpoint.getZeroStage())),
+        epSize(options.autoEpSize.value_or(checkpoint.getAutoEpSize())) {}
+
+  /// Checks the target and plans every copy; writes nothing.
+  llvm::Error plan();
+  /// Writes every target file into `folder`.
+  llvm::Error write(llvm::StringRef folder);
+  int64_t getBytesWritten() const { return bytesWritten; }
+  size_t getFilesWritten() const { return filesWritten; }
+
+private:
+  /// A storage of a target file and what fills it.
+  struct NewStorage {
+    enum Fill {
+      /// `elements` of `state` from the start of the rank's partition of
+      /// `group` (optimizer states).
+      Partition,
+      /// The source's storage of the same key, its first `kept` elements,
+      /// then zeros (the model states' flat weights of `group`).
+      SourceWeights,
+      /// The weights of `group` rebuilt from the fp32 masters.
+      MasterWeights,
+      /// No elements (ZeRO-3's placeholders for the weights).
+      Empty,
+    };
+    Fill fill;
+    std::string key;
+    DType type = DType::F32;
+    size_t group = 0, state = 0;
+    int64_t elements = 0, kept = 0;
+  };
+  /// A target file's document and the storages to fill.
+  struct TargetFile {
+    PickleDocument document;
+    std::vector<NewStorage> storages;
+  };
+
+  /// Refuses a target that cannot be written, before any planning.
+  llvm::Error checkTarget() const;
+
+  /// Where grid rank (d, t) sits in a group's partitioning: its
+  /// model-parallel rank (TP, or EP for experts), its rank among the DP
+  /// (or EDP) ranks of that, and its grid rank.
+  struct GroupRank {
+    int64_t outer, inner, world;
+  };
+  GroupRank getGroupRank(size_t g, int64_t d, int64_t t) const {
+    int64_t world = d * tp + t;
+    return {world % outerDegrees[g], world / outerDegrees[g], world};
+  }
+  /// The DP ranks each of group `g`'s model-parallel ranks is cut by.
+  int64_t getGroupDpDegree(size_t g) const {
+    return options.dp * tp / outerDegrees[g];
+  }
+
+  // Expert parallelism (RetargetExpertParallel.cpp).
+  /// Refuses an AutoEP target that cannot be written.
+  llvm::Error checkExpertParallel() const;
+  /// Whether group `g` holds AutoEP experts.
+  bool isExpertGroup(size_t g) const {
+    return !groups[g].empty() &&
+           checkpoint.getParams()[groups[g].front()].expertLayer.has_value();
+  }
+  bool changesEp() const { return epSize != checkpoint.getAutoEpSize(); }
+  /// The map of expert parameter `param` over the target's EP ranks.
+  llvm::Expected<ParamMap>
+  buildTargetExpertMap(const DeepSpeedParam &param) const;
+  /// Maps what the target's EP degree and grid rank `world` change in the
+  /// model states under `root`: ds_config's autoep_size, the experts'
+  /// param_shapes, and every ds_autoep_layers record.
+  void
+  replaceExpertParallel(const PickleCursor &root, int64_t world,
+                        PickleBuilder &b,
+                        llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Maps the experts' param_shapes under `root` to their EP-local shapes
+  /// at the target.
+  void
+  replaceExpertShapes(const PickleCursor &root, PickleBuilder &b,
+                      llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Maps the expert group's name in the param groups under `groups` to the
+  /// target's, and ZeRO-3's ds_zero_partition_groups under `states` to
+  /// grid rank (d, t)'s.
+  void
+  replaceExpertGroups(const PickleCursor &states,
+                      const PickleCursor &paramGroups, int64_t d, int64_t t,
+                      PickleBuilder &b,
+                      llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Copies the per-expert files (ZeRO-1/2) into `folder`, or makes them
+  /// from the fp32 masters where the source is a Universal folder.
+  llvm::Error writeExpertFiles(llvm::StringRef folder);
+  llvm::Error writeExpertFilesFromMasters(llvm::StringRef folder);
+  /// ep_size_<N>, the expert group's name at the target.
+  std::string getExpertGroupName() const {
+    return "ep_size_" + std::to_string(epSize);
+  }
+
+  /// Each parameter's TP map at the target's degree
+  /// (RetargetTensorParallel.cpp).
+  llvm::Error planTensorParallel();
+  llvm::Error takeTargetMaps();
+  /// The target maps as universal_checkpoint_info's affine_map records
+  /// them, if they were given.
+  std::optional<PickleRef> buildAffineMap(PickleBuilder &b) const;
+  bool changesTp() const { return tp != sourceTp; }
+  /// Whether the target's TP maps may differ from the source's.
+  bool changesTpMaps() const {
+    return changesTp() || !options.targetMaps.empty();
+  }
+  /// The source TP rank whose files are the templates of target TP rank
+  /// `t`'s: its own, or rank 0's at a new degree.
+  int64_t getTemplateTp(int64_t t) const { return changesTp() ? 0 : t; }
+  /// Maps what new TP maps change in TP rank `t`'s model states under
+  /// `root`: param_shapes, the TP degree, sub_param_shard_widths, the
+  /// affine_map of universal_checkpoint_info.
+  void
+  replaceTensorParallel(const PickleCursor &root, int64_t t, PickleBuilder &b,
+                        llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Whether the target's model states hold weights the source's do not
+  /// (ZeRO-3's hold none; another TP degree cuts them anew): rebuilt from
+  /// the fp32 masters.
+  bool rebuildsWeights() const {
+    return !isZero3Target() && (isZero3Source() || changesTpMaps());
+  }
+  bool isZero3Source() const { return checkpoint.getZeroStage() == 3; }
+  bool isZero3Target() const { return stage == 3; }
+
+  // Optimizer states (RetargetOptimizerStates.cpp).
+  llvm::Expected<TargetFile> buildOptimizerStates(int64_t d, int64_t t) const;
+  llvm::Expected<std::vector<std::pair<PickleRef, PickleRef>>>
+  buildOptimizerDictItems(llvm::StringRef sourcePath, const PickleCursor &root,
+                          const PickleCursor &states,
+                          llvm::StringMap<PickleRef> &values, PickleBuilder &b,
+                          llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  PickleRef buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
+                               int64_t t) const;
+  llvm::Error writeOptimizerStates(int64_t d, int64_t t,
+                                   llvm::StringRef folder);
+
+  // Model states (RetargetModelStates.cpp).
+  /// Model states of TP rank `t`, as DP rank `d` writes them.
+  llvm::Expected<TargetFile> buildModelStates(int64_t d, int64_t t) const;
+  llvm::Error
+  replaceModuleWeights(const PickleCursor &module, size_t g, int64_t t,
+                       int64_t &nextKey, PickleBuilder &b,
+                       llvm::DenseMap<PickleRef, PickleRef> &replaced,
+                       std::vector<NewStorage> &storages) const;
+  llvm::Error writeModelStates(int64_t t, llvm::StringRef folder);
+  /// Writes `file` at `path` for grid rank (d, t): its new storages, the
+  /// rest copied from `source`.
+  llvm::Error writeTargetFile(llvm::StringRef path, const TargetFile &file,
+                              const TorchFile &source, int64_t d, int64_t t,
+                              bool releaseSource);
+  /// Writes `storages` into `writer` (the rest are the source's).
+  llvm::Error writeStorages(TorchFileWriter &writer, const TorchFile &source,
+                            int64_t d, int64_t t,
+                            llvm::ArrayRef<NewStorage> storages,
+                            bool releaseSource);
+
+  // Data (Retarget.cpp).
+  /// A target partition as pieces to write one after the other: runs of
+  /// the mapped source fragments, fragments executed into buffers of their
+  /// own, and padding from a buffer of zeros.
+  struct PartitionPieces {
+    std::vector<llvm::StringRef> pieces;
+    /// Per parameter of the group: its executed fragment, if it was.
+    std::vector<std::vector<char>> buffers;
+    /// The source runs written straight, to release once written.
+    struct Source {
+      const DeepSpeedParam *param;
+      int64_t rank;
+      llvm::StringRef bytes;
+    };
+    std::vector<Source> sources;
+  };
+  /// The first `elements` of partition (g, d, t) of `state`, padding from
+  /// `zeros`.
+  PartitionPieces getPartitionPieces(size_t g, int64_t d, int64_t t,
+                                     size_t state, int64_t elements,
+                                     llvm::StringRef zeros) const;
+  /// Releases the pages of the fragments of `state` of `param` as a
+  /// program has read them.
+  auto getFragmentReleaser(const DeepSpeedParam &param,
+                           OptimizerState state) const {
+    return [this, &param, state](int64_t rank, const char *data, size_t bytes) {
+      checkpoint.releaseFragmentPages(param, rank, state, data, bytes);
+    };
+  }
+  /// The weight `i` of group `g` on TP rank `t` in `type`, from the fp32
+  /// masters, into `out`.
+  void buildWeights(size_t g, size_t i, int64_t t, DType type,
+                    std::vector<char> &out) const;
+
+  const DeepSpeedCheckpoint &checkpoint;
+  const RetargetOptions &options;
+  /// The target's TP degree, and the source's.
+  int64_t tp, sourceTp;
+  /// The target's ZeRO stage.
+  int stage;
+  /// The target's AutoEP size, 0 without expert parallelism.
+  int64_t epSize;
+  /// Per group: its model-parallel degree (the TP degree, or the EP degree
+  /// for experts).
+  std::vector<int64_t> outerDegrees;
+  /// Per parameter, in getParams() order: its map over the target's TP
+  /// ranks, and the shape of each TP rank's shard.
+  std::vector<ParamMap> tpMaps;
+  std::vector<std::vector<Extents>> tpShapes;
+  /// At a new TP degree: the categories, sub-parameter widths recomputed,
+  /// which the target's universal_checkpoint_info records.
+  std::optional<LegacyCategories> targetCategories;
+  /// Parameter indices of each group, in the group's order.
+  std::vector<std::vector<size_t>> groups;
+  /// Per group and model-parallel rank: the target's partitioning.
+  std::vector<std::vector<ZeroGroupLayout>> layouts;
+  /// Each parameter from the source grid to the target grid, for every
+  /// state.
+  TransferPrograms programs;
+  /// Where rebuildsWeights(): each parameter's fp32 weights from the
+  /// source grid to the target's TP shards, whole.
+  TransferPrograms weightPrograms;
+  std::atomic<int64_t> bytesWritten{0};
+  std::atomic<size_t> filesWritten{0};
+};
+
+} // namespace ucp
+
+#endif // UCP_LIB_DEEPSPEED_RETARGETER_H

@@ -1,0 +1,518 @@
+//===- UniversalConversion.cpp - DeepSpeed checkpoints to Universal -------===//
+//
+// Three steps: plan (every parameter's merge keys, layout and copy programs,
+// all checked before any file is created), write (the state files in
+// parallel, then step, optimizer-state, model-state and map files, all in
+// a temporary folder), commit (rename the folder, write latest_universal).
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/DeepSpeed/UniversalConversion.h"
+#include "ucp/Checkpoint/Invariants.h"
+#include "ucp/DeepSpeed/UniversalDocuments.h"
+#include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Engine/ProgramDriver.h"
+#include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Formats/Torch/TorchFileWriter.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Plan/Compose.h"
+#include "ucp/Plan/Planner.h"
+#include "ucp/Support/CheckpointFolder.h"
+#include "ucp/Support/Error.h"
+#include "ucp/Support/OutputFile.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/ThreadPool.h"
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+
+namespace {
+
+/// One parameter, planned.
+struct ParamPlan {
+  const DeepSpeedParam *param = nullptr;
+  UniversalStateLayout layout;
+  /// Every state's: a program serves them all.
+  const CopyProgram *program = nullptr;
+  int64_t bytes = 0;
+};
+
+class UniversalConverter {
+public:
+  UniversalConverter(const DeepSpeedCheckpoint &checkpoint,
+                     const UniversalOptions &options)
+      : checkpoint(checkpoint), options(options) {}
+
+  Error plan();
+  Error write(llvm::StringRef folder);
+  const std::vector<ParamPlan> &getPlans() const { return plans; }
+  int64_t getBytesWritten() const { return bytesWritten; }
+  size_t getFilesWritten() const { return filesWritten; }
+
+private:
+  Expected<UniversalStateLayout> planLayout(const DeepSpeedParam &param,
+                                            const ParamMap &full) const;
+  Error checkPatternsUsed(llvm::ArrayRef<UniversalMerge> merges) const;
+  Error writeState(const ParamPlan &plan, size_t state, llvm::StringRef folder);
+  Error writeStates(llvm::StringRef folder);
+  Error writeStep(const ParamPlan &plan, llvm::StringRef folder);
+  Error writeCopied(const PickleDocument &document, const TorchFile &source,
+                    llvm::StringRef path);
+  Error copyModelFiles(llvm::StringRef folder);
+  void reportProgress(bool force);
+
+  const DeepSpeedCheckpoint &checkpoint;
+  const UniversalOptions &options;
+  std::vector<ParamPlan> plans;
+  TransferPrograms programs;
+  std::atomic<int64_t> bytesWritten{0};
+  std::atomic<size_t> filesWritten{0};
+  size_t filesTotal = 0;
+  std::mutex progressMutex;
+  std::chrono::steady_clock::time_point lastProgress;
+};
+
+} // namespace
+
+Expected<UniversalStateLayout>
+UniversalConverter::planLayout(const DeepSpeedParam &param,
+                               const ParamMap &full) const {
+  UniversalStateLayout layout;
+  const std::optional<LegacyCategories> &categories =
+      checkpoint.getCategories();
+  if (categories) {
+    Expected<UniversalMerge> merge =
+        classifyUniversalMerge(param.name, *categories);
+    if (!merge)
+      return merge.takeError();
+    layout.merge = std::move(*merge);
+  } else {
+    layout.merge.catDim = 0; // What an injected, empty info gives.
+  }
+  layout.shape = full.logicalShape;
+  // An expert is written whole with its expert count, at every stage.
+  if (param.expertLayer) {
+    layout.experts =
+        checkpoint.getAutoEpLayers()[*param.expertLayer].numExperts;
+    return layout;
+  }
+  // ZeRO-3 without TP writes the merged flat fragments as they are.
+  layout.bare = checkpoint.getZeroStage() == 3 && checkpoint.getTpDegree() == 1;
+  if (layout.bare)
+    layout.shape = {*getNumElements(full.logicalShape)};
+  // The converter cuts a vocabulary to original_vocab_size; the map's F
+  // must then have exactly those rows.
+  if (layout.merge.vocabulary && categories && categories->originalVocabSize &&
+      (full.logicalShape.empty() ||
+       full.logicalShape[0] != *categories->originalVocabSize))
+    return makeError("parameter '" + param.name + "': a vocabulary of " +
+                     formatList(full.logicalShape) +
+                     " that DeepSpeed would cut to original_vocab_size " +
+                     std::to_string(*categories->originalVocabSize) +
+                     " rows, which its layout does not pad to");
+  if (layout.merge.subParams) {
+    const TorchFile &model = *checkpoint.getModelFiles().front();
+    Expected<PickleCursor> entry =
+        PickleCursor(model.getDocument()).at("universal_checkpoint_info");
+    if (entry)
+      entry = entry->at("parameter_with_sub_params");
+    if (entry)
+      entry = entry->at(*layout.merge.subParams);
+    if (!entry)
+      return makeError(model.getPath() + ": " +
+                       llvm::toString(entry.takeError()));
+    layout.subParamEntry = *entry;
+  }
+  return layout;
+}
+
+Error UniversalConverter::checkPatternsUsed(
+    llvm::ArrayRef<UniversalMerge> merges) const {
+  if (!options.strict || !checkpoint.getCategories())
+    return Error::success();
+  std::set<std::string> used;
+  for (const UniversalMerge &merge : merges)
+    used.insert(merge.usedPatterns.begin(), merge.usedPatterns.end());
+  std::vector<std::string> unused;
+  for (const std::string &pattern :
+       getMergePatterns(*checkpoint.getCategories()))
+    if (!used.count(pattern))
+      unused.push_back("'" + pattern + "'");
+  if (unused.empty())
+    return Error::success();
+  return makeError(checkpoint.getModelFiles().front()->getPath() +
+                   ": universal_checkpoint_info names patterns no parameter "
+                   "matches (" +
+                   llvm::join(unused, ", ") +
+                   "), so it may describe another model; --no_strict "
+                   "converts it anyway");
+}
+
+Error UniversalConverter::plan() {
+  if (checkpoint.getZeroStage() < 3 && !checkpoint.getCategories() &&
+      !options.injectMissingState)
+    return makeError(checkpoint.getModelFiles().front()->getPath() +
+                     ": no universal_checkpoint_info, so nothing says how the "
+                     "parameters were split (DeepSpeed's converter refuses "
+                     "it too); --inject_missing_state converts it as a "
+                     "checkpoint without tensor parallelism");
+  std::vector<ParamMap> sources, targets;
+  std::vector<UniversalMerge> merges;
+  for (const DeepSpeedParam &param : checkpoint.getParams()) {
+    if (Error error = checkUniversalFolderName(param.name))
+      return error;
+    ParamPlan plan;
+    plan.param = &param;
+    sources.push_back(param.map);
+    targets.push_back(getFullTensorMap(param.map));
+    Expected<UniversalStateLayout> layout = planLayout(param, targets.back());
+    if (!layout)
+      return layout.takeError();
+    plan.layout = std::move(*layout);
+    plan.bytes = *getNumElements(plan.layout.shape) * 4;
+    merges.push_back(plan.layout.merge);
+    plans.push_back(std::move(plan));
+  }
+  if (Error error = checkPatternsUsed(merges))
+    return error;
+  // The lowest holder of a replicated block is TP rank 0, whose copy the
+  // converter keeps (after checking that the others equal it).
+  ReplicaPolicy policy;
+  policy.kind = ReplicaPolicy::Lowest;
+  Expected<TransferPrograms> planned = planTransfers(sources, targets, policy);
+  if (!planned)
+    return planned.takeError();
+  programs = std::move(*planned);
+  for (ParamPlan &plan : plans) {
+    plan.program = &programs.at(plan.param->name);
+    // One program serves every state: each must be able to move through it.
+    for (OptimizerState state : kOptimizerStates)
+      if (Error error = checkScalePower(*plan.program, plan.param->name,
+                                        getScalePower(state)))
+        return error;
+  }
+  return Error::success();
+}
+
+void UniversalConverter::reportProgress(bool force) {
+  if (!options.progress)
+    return;
+  std::lock_guard<std::mutex> lock(progressMutex);
+  auto now = std::chrono::steady_clock::now();
+  if (!force && now - lastProgress < std::chrono::seconds(1))
+    return;
+  lastProgress = now;
+  options.progress(filesWritten, filesTotal, bytesWritten);
+}
+
+/// The value of a step: a number, or a tensor of one element.
+static Expected<double> readStepValue(const TorchFile &file, PickleRef ref) {
+  const PickleValue &value = file.getDocument().get(ref);
+  if (value.kind == PickleValue::Int)
+    return static_cast<double>(value.integer);
+  if (value.kind == PickleValue::Float)
+    return value.number;
+  if (value.kind == PickleValue::Tensor && getNumElements(value.shape) == 1) {
+    TensorData tensor = file.getTensor(ref);
+    return readElement(tensor.dtype, tensor.data);
+  }
+  return makeError(file.getPath() + ": a step that is " +
+                   file.getDocument().describe(ref) + ", not a number");
+}
+
+Error UniversalConverter::writeCopied(const PickleDocument &document,
+                                      const TorchFile &source,
+                                      llvm::StringRef path) {
+  Expected<std::unique_ptr<TorchFileWriter>> writer =
+      TorchFileWriter::create(path, document);
+  if (!writer)
+    return writer.takeError();
+  if (Error error = (*writer)->copyStoragesFrom(source))
+    return error;
+  if (Error error = (*writer)->commit(/*durable=*/false))
+    return error;
+  ++filesWritten;
+  return Error::success();
+}
+
+Error UniversalConverter::writeStep(const ParamPlan &plan,
+                                    llvm::StringRef folder) {
+  const DeepSpeedParam &param = *plan.param;
+  // Every rank holding a fragment records the group's step; the converter
+  // keeps the first after checking that they agree.
+  std::optional<std::pair<int64_t, double>> first;
+  for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank) {
+    if (param.slices[rank].count == 0)
+      continue;
+    const TorchFile &file = checkpoint.getOptimizerFile(rank);
+    std::optional<PickleRef> step = checkpoint.getStep(rank, param.group);
+    if (!step) {
+      if (first)
+        return makeError(file.getPath() + ": parameter '" + param.name +
+                         "': no step, where " +
+                         checkpoint.getOptimizerFile(first->first).getPath() +
+                         " has one");
+      return Error::success(); // An optimizer without steps.
+    }
+    Expected<double> value = readStepValue(file, *step);
+    if (!value)
+      return value.takeError();
+    if (!first) {
+      first = {rank, *value};
+      continue;
+    }
+    if (*value != first->second)
+      return makeError(file.getPath() + ": parameter '" + param.name +
+                       "': step " + llvm::formatv("{0}", *value).str() +
+                       ", where " +
+                       checkpoint.getOptimizerFile(first->first).getPath() +
+                       " has " + llvm::formatv("{0}", first->second).str());
+  }
+  if (!first)
+    return Error::success();
+  const TorchFile &source = checkpoint.getOptimizerFile(first->first);
+  PickleDocument document = buildCopyDocument(
+      source.getDocument(), *checkpoint.getStep(first->first, param.group));
+  llvm::SmallString<256> file(folder);
+  path::append(file, "zero", param.name, "step.pt");
+  return writeCopied(document, source, file);
+}
+
+/// Writes the merged tensor of `run` (target buffer 0, `bytes` long) as
+/// storage 0 of `writer`: straight from the mapped inputs where it only
+/// concatenates runs of them, else executed into a buffer of the thread's,
+/// kept for its next tensor.
+static Error writeTensor(ProgramRun run, int64_t bytes,
+                         TorchFileWriter &writer) {
+  if (std::optional<std::vector<SourcePiece>> pieces =
+          getSourcePieces(run, 0)) {
+    std::vector<llvm::StringRef> bytes;
+    for (const SourcePiece &piece : *pieces)
+      bytes.push_back(piece.bytes);
+    return writer.writeStorage(kStateStorageKey, bytes);
+  }
+  static thread_local std::vector<char> scratch;
+  scratch.resize(bytes);
+  run.buffers.targets[0] = scratch.data();
+  CpuExecutor cpu(/*threads=*/1);
+  if (Error error = runIntoTarget(run, 0, bytes / 4, cpu))
+    return error;
+  return writer.writeStorage(kStateStorageKey,
+                             {llvm::StringRef(scratch.data(), bytes)});
+}
+
+Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
+                                     llvm::StringRef folder) {
+  const DeepSpeedParam &param = *plan.param;
+  OptimizerState state = kOptimizerStates[s];
+  int64_t ranks = param.slices.size();
+  // torch.cat requires grad if its inputs do: the fp32 partitions do.
+  bool requiresGrad = false;
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    if (param.slices[rank].count > 0) {
+      const TorchFile &file = checkpoint.getOptimizerFile(rank);
+      requiresGrad = file.getDocument()
+                         .get(checkpoint.getPartition(rank, param.group, state))
+                         .requiresGrad;
+      break;
+    }
+  Expected<PickleDocument> document =
+      buildStateDocument(plan.layout, requiresGrad);
+  if (!document)
+    return makeError("parameter '" + param.name +
+                     "': " + llvm::toString(document.takeError()));
+  llvm::SmallString<256> file(folder);
+  path::append(file, "zero", param.name, getStateName(state) + ".pt");
+  Expected<std::unique_ptr<TorchFileWriter>> writer =
+      TorchFileWriter::create(file, *document);
+  if (!writer)
+    return writer.takeError();
+  ProgramRun run = checkpoint.getFragmentRun(param, state, *plan.program);
+  std::map<int64_t, const char *> shards;
+  for (const auto &[rank, data] : run.buffers.sources)
+    shards[rank] = static_cast<const char *>(data);
+  // The converter asserts that replicated TP shards are equal; so do we.
+  if (Error error = checkReplicas(param.map, shards, 4))
+    return makeError("parameter '" + param.name + "', " + getStateName(state) +
+                     ": " + llvm::toString(std::move(error)));
+  if (Error error = writeTensor(std::move(run), plan.bytes, **writer))
+    return error;
+  for (int64_t rank = 0; rank < ranks; ++rank)
+    checkpoint.getOptimizerFile(rank).releasePages(
+        shards[rank], param.slices[rank].count * 4);
+  // On disk with the whole folder (OutputFolder::commit).
+  if (Error error = (*writer)->commit(/*durable=*/false))
+    return error;
+  bytesWritten += plan.bytes;
+  ++filesWritten;
+  reportProgress(false);
+  return Error::success();
+}
+
+Error UniversalConverter::writeStates(llvm::StringRef folder) {
+  // Largest first, so that the last files to finish are small ones.
+  std::vector<std::pair<size_t, size_t>> jobs;
+  for (size_t p = 0; p < plans.size(); ++p)
+    for (size_t s = 0; s < kOptimizerStates.size(); ++s)
+      if (checkpoint.hasState(plans[p].param->group, kOptimizerStates[s]))
+        jobs.push_back({p, s});
+  llvm::stable_sort(jobs, [&](auto a, auto b) {
+    return plans[a.first].bytes > plans[b.first].bytes;
+  });
+  llvm::DefaultThreadPool pool(llvm::hardware_concurrency(options.threads));
+  std::mutex mutex;
+  std::string failure;
+  std::atomic<bool> failed{false};
+  for (auto [p, s] : jobs)
+    pool.async([&, p = p, s = s] {
+      if (failed)
+        return;
+      if (Error error = writeState(plans[p], s, folder)) {
+        std::lock_guard<std::mutex> lock(mutex);
+        if (!failed.exchange(true))
+          failure = llvm::toString(std::move(error));
+        else
+          llvm::consumeError(std::move(error));
+      }
+    });
+  pool.wait();
+  return failed ? makeError(failure) : Error::success();
+}
+
+Error UniversalConverter::copyModelFiles(llvm::StringRef folder) {
+  for (const std::unique_ptr<TorchFile> &model : checkpoint.getModelFiles()) {
+    llvm::SmallString<256> file(folder);
+    path::append(file, path::filename(model->getPath()));
+    if (checkpoint.getAutoEpSize() && checkpoint.getZeroStage() < 3) {
+      Expected<PickleDocument> document =
+          buildAutoEpModelStatesDocument(*model);
+      if (!document)
+        return document.takeError();
+      if (Error error = writeCopied(*document, *model, file))
+        return error;
+      continue;
+    }
+    if (std::error_code ec = fs::copy_file(model->getPath(), file))
+      return makeError(file + ": cannot copy " + model->getPath() + ": " +
+                       ec.message());
+    ++filesWritten;
+  }
+  return Error::success();
+}
+
+Error UniversalConverter::write(llvm::StringRef folder) {
+  llvm::SmallString<256> zero(folder);
+  path::append(zero, "zero");
+  for (const ParamPlan &plan : plans) {
+    llvm::SmallString<256> dir(zero);
+    path::append(dir, plan.param->name);
+    if (std::error_code ec = fs::create_directories(dir))
+      return makeError(dir + ": cannot create: " + ec.message());
+  }
+  if (std::error_code ec = fs::create_directories(zero))
+    return makeError(zero + ": cannot create: " + ec.message());
+  bool steps = checkpoint.getZeroStage() < 3;
+  // States (and steps), the optimizer state, model states and the maps.
+  filesTotal = 2 + checkpoint.getModelFiles().size();
+  for (const ParamPlan &plan : plans)
+    for (OptimizerState state : kOptimizerStates)
+      filesTotal += checkpoint.hasState(plan.param->group, state) +
+                    (steps && state == OptimizerState::Fp32);
+  if (Error error = writeStates(folder))
+    return error;
+  for (const ParamPlan &plan : plans)
+    if (steps)
+      if (Error error = writeStep(plan, folder))
+        return error;
+  Expected<PickleDocument> optimizer = buildOptimizerStateDocument(checkpoint);
+  if (!optimizer)
+    return optimizer.takeError();
+  llvm::SmallString<256> file(zero);
+  path::append(file, "optimizer_state.pt");
+  if (Error error =
+          writeCopied(*optimizer, checkpoint.getOptimizerFile(0), file))
+    return error;
+  if (Error error = copyModelFiles(folder))
+    return error;
+  // The maps the conversion used, as a map document.
+  std::vector<ParamMap> maps;
+  for (const ParamPlan &plan : plans)
+    maps.push_back(plan.param->map);
+  file = folder;
+  path::append(file, "affine_map.json");
+  Expected<std::unique_ptr<OutputFile>> document = OutputFile::create(file);
+  if (!document)
+    return document.takeError();
+  writeMapDocument(maps, (*document)->os());
+  if (Error error = (*document)->commit(/*durable=*/false))
+    return error;
+  ++filesWritten;
+  reportProgress(true);
+  return Error::success();
+}
+
+/// One line per parameter group without some state: which, and how many
+/// parameters went without it.
+static std::vector<std::string>
+getMissingStateNotices(const DeepSpeedCheckpoint &checkpoint) {
+  std::vector<std::string> notices;
+  llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
+  for (size_t p = 0; p < params.size(); ++p) {
+    size_t g = params[p].group, count = 0;
+    if ((p > 0 && params[p - 1].group == g) ||
+        checkpoint.getMissingStates(g).empty())
+      continue;
+    while (p + count < params.size() && params[p + count].group == g)
+      ++count;
+    notices.push_back(
+        "parameter group " + std::to_string(g) + " (" + std::to_string(count) +
+        " parameters, from '" + params[p].name + "') has no " +
+        checkpoint.getMissingStates(g) +
+        " (saved before the optimizer's first step?): its fp32 weights are "
+        "written without them");
+  }
+  return notices;
+}
+
+Expected<UniversalStats>
+ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
+                        llvm::StringRef output,
+                        const UniversalOptions &options) {
+  auto start = std::chrono::steady_clock::now();
+  Expected<llvm::StringRef> folder =
+      getCheckpointFolder(output, "latest_universal");
+  if (!folder)
+    return folder.takeError();
+  UniversalConverter converter(checkpoint, options);
+  if (Error error = converter.plan())
+    return std::move(error);
+  // Missing parent folders are made, as DeepSpeed's converter makes them
+  // (and removed again if the conversion fails); DeepSpeed's loader finds
+  // the conversion through latest_universal.
+  if (Error error = writeCheckpointFolder(
+          *folder, "latest_universal",
+          [&](llvm::StringRef staged) { return converter.write(staged); },
+          options.syncOutputs))
+    return std::move(error);
+  UniversalStats stats;
+  stats.notices = getMissingStateNotices(checkpoint);
+  stats.parameters = converter.getPlans().size();
+  stats.files = converter.getFilesWritten() + 1;
+  stats.bytesWritten = converter.getBytesWritten();
+  stats.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return stats;
+}

@@ -1,0 +1,52 @@
+//===- ZeroFlattening.cpp - Where ZeRO puts a group's parameters ----------===//
+
+#include "ucp/DeepSpeed/ZeroFlattening.h"
+
+#include "llvm/Support/MathExtras.h"
+
+using namespace ucp;
+
+ZeroGroupLayout ucp::layOutZeroGroup(llvm::ArrayRef<int64_t> elements,
+                                     int64_t dp, int stage) {
+  ZeroGroupLayout layout;
+  layout.dp = dp;
+  layout.perParameter = stage == 3;
+  int64_t offset = 0;
+  for (int64_t count : elements) {
+    layout.offsets.push_back(offset);
+    layout.elements.push_back(count);
+    layout.total += count;
+    offset += layout.perParameter ? llvm::divideCeil(count, dp) : count;
+  }
+  layout.partition = layout.perParameter
+                         ? offset
+                         : int64_t(llvm::alignTo(layout.total, 2 * dp)) / dp;
+  return layout;
+}
+
+int64_t ZeroGroupLayout::getPadding(int64_t rank) const {
+  if (perParameter) {
+    int64_t real = 0;
+    for (size_t param = 0; param < elements.size(); ++param)
+      real += getSlice(param, rank).count;
+    return partition - real;
+  }
+  int64_t begin = rank * partition;
+  return std::clamp<int64_t>(begin + partition - std::max(total, begin), 0,
+                             partition);
+}
+
+FragmentSlice ZeroGroupLayout::getSlice(size_t param, int64_t rank) const {
+  if (perParameter) {
+    int64_t slots = llvm::divideCeil(elements[param], dp);
+    int64_t count =
+        std::clamp<int64_t>(elements[param] - rank * slots, 0, slots);
+    return count ? FragmentSlice{offsets[param], count} : FragmentSlice{};
+  }
+  int64_t begin = rank * partition;
+  int64_t lo = std::max(begin, offsets[param]);
+  int64_t hi = std::min(begin + partition, offsets[param] + elements[param]);
+  if (lo >= hi)
+    return {0, 0};
+  return {lo - begin, hi - lo};
+}
