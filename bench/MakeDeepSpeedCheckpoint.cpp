@@ -479,8 +479,8 @@ static PickleRef buildParamGroup(PickleBuilder &b, size_t g) {
 }
 
 /// Writes DP rank `rank`'s optimizer file.
-static llvm::Error writeOptimizerStates(const Model &model, int64_t rank,
-                                        const std::string &path) {
+static llvm::Error writeTensorStates(const Model &model, int64_t rank,
+                                     const std::string &path) {
   PickleBuilder b;
   auto s = [&](llvm::StringRef text) { return b.string(text); };
   std::vector<OptimizerFill> fills;
@@ -608,7 +608,7 @@ int main(int argc, char **argv) {
     run([&] { return writeModelStates(tpModel, type, folder); });
     for (int64_t r = 0; r < dp; ++r)
       run([&, r] {
-        return writeOptimizerStates(
+        return writeTensorStates(
             tpModel, r,
             folder + "/" + prefix + "zero_pp_rank_" + std::to_string(r) + "_" +
                 getTpRankName(tpModel.tpRank) + "_optim_states.pt");

@@ -24,30 +24,6 @@ using namespace ucp;
 using llvm::Error;
 using llvm::Expected;
 
-llvm::StringRef ucp::getStateName(OptimizerState state) {
-  switch (state) {
-  case OptimizerState::Fp32:
-    return "fp32";
-  case OptimizerState::ExpAvg:
-    return "exp_avg";
-  case OptimizerState::ExpAvgSq:
-    return "exp_avg_sq";
-  }
-  return "";
-}
-
-int ucp::getScalePower(OptimizerState state) {
-  switch (state) {
-  case OptimizerState::Fp32:
-    return 1;
-  case OptimizerState::ExpAvg:
-    return -1;
-  case OptimizerState::ExpAvgSq:
-    return -2;
-  }
-  return 1;
-}
-
 Error DeepSpeedReader::readFiles() {
   for (const std::string &path : files.modelFiles) {
     Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
@@ -63,7 +39,7 @@ Error DeepSpeedReader::readFiles() {
     Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
     if (!file)
       return file.takeError();
-    Expected<OptimizerStates> states = readOptimizerStates(**file, files.zero3);
+    Expected<TensorStates> states = readTensorStates(**file, files.zero3);
     if (!states)
       return states.takeError();
     DeepSpeedCheckpoint::RankFile &rank = checkpoint.ranks.emplace_back();
@@ -166,7 +142,7 @@ Error DeepSpeedReader::checkOneRun() const {
 }
 
 Error DeepSpeedReader::checkPartitionCounts(size_t rank) const {
-  const OptimizerStates &optimizer = optimizers[rank];
+  const TensorStates &optimizer = optimizers[rank];
   const std::string &path = files.optimizerFiles[rank];
   if (optimizer.partitionCount != files.dp)
     return makeError(path + ": its partition_count is " +
@@ -374,7 +350,9 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
   checkpoint.stage = optimizers[0].stage;
   if (Error error = readTensorParallelLayout())
     return error;
-  return buildParams();
+  if (Error error = buildParams())
+    return error;
+  return buildTensors();
 }
 
 Expected<std::unique_ptr<DeepSpeedCheckpoint>>
@@ -398,10 +376,12 @@ DeepSpeedCheckpoint::openUniversal(llvm::StringRef folder) {
 }
 
 void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,
-                                               int64_t rank,
-                                               OptimizerState state,
+                                               int64_t rank, TensorState state,
                                                const char *data,
                                                size_t bytes) const {
+  if (isFresh())
+    return freshSource->releaseShard(freshIndex[getIndex(param)],
+                                     TensorState::Weight, 0, data, bytes);
   const TorchFile &file =
       isUniversal()
           ? *universalFiles[getIndex(param)][static_cast<size_t>(state)]
@@ -411,9 +391,13 @@ void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,
 
 ProgramRun
 DeepSpeedCheckpoint::getFragmentRun(const DeepSpeedParam &param,
-                                    OptimizerState state,
+                                    TensorState state,
                                     const CopyProgram &program) const {
-  ProgramRun run{&program, {}, DType::F32, getScalePower(state), param.name};
+  ProgramRun run{&program,
+                 {},
+                 getFragment(param, 0, state).dtype,
+                 getScalePower(state),
+                 param.name};
   for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
     run.buffers.sources[rank] = getFragment(param, rank, state).data;
   return run;
@@ -421,7 +405,7 @@ DeepSpeedCheckpoint::getFragmentRun(const DeepSpeedParam &param,
 
 std::string DeepSpeedCheckpoint::getMissingStates(size_t group) const {
   std::string missing;
-  for (OptimizerState state : kOptimizerStates)
+  for (TensorState state : kOptimizerStates)
     if (!hasState(group, state))
       missing += (missing.empty() ? "" : ", ") + getStateName(state).str();
   return missing;
@@ -429,7 +413,7 @@ std::string DeepSpeedCheckpoint::getMissingStates(size_t group) const {
 
 TensorData DeepSpeedCheckpoint::getFragment(const DeepSpeedParam &param,
                                             int64_t rank,
-                                            OptimizerState state) const {
+                                            TensorState state) const {
   assert(hasState(param.group, state) && "a state the group lacks");
   if (isUniversal())
     return universalStates[getIndex(param)][static_cast<size_t>(state)];

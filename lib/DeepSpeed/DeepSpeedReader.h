@@ -116,7 +116,7 @@ struct RankGroup {
 };
 
 /// What one rank's optimizer file says.
-struct OptimizerStates {
+struct TensorStates {
   int stage = 1;
   /// The dense DP degree: ZeRO-3's int, ZeRO-1/2's first group's.
   int64_t partitionCount = 0;
@@ -133,8 +133,8 @@ struct OptimizerStates {
 
 /// Reads the optimizer-state file `file` of a ZeRO-1/2 (`zero3` false) or
 /// ZeRO-3 checkpoint.
-llvm::Expected<OptimizerStates> readOptimizerStates(const TorchFile &file,
-                                                    bool zero3);
+llvm::Expected<TensorStates> readTensorStates(const TorchFile &file,
+                                              bool zero3);
 
 /// Places the fragments of one parameter group of one TP rank: for each
 /// parameter of `params`, its slice on each DP rank of `ranks` (that
@@ -148,6 +148,14 @@ placeFragments(llvm::ArrayRef<GroupParam> params,
                llvm::ArrayRef<const RankGroup *> ranks,
                llvm::ArrayRef<std::string> files, bool zero3);
 
+/// Writes `document` with the storages `storages` (key, bytes), the rest
+/// copied from `source` where given, to a private temporary file, and
+/// returns its bytes: a template the writers fill, held in memory.
+llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>>
+writeTemplateFile(const PickleDocument &document,
+                  llvm::ArrayRef<std::pair<std::string, std::string>> storages,
+                  const TorchFile *source);
+
 /// Reads a checkpoint into a DeepSpeedCheckpoint, one step per method.
 class DeepSpeedReader {
 public:
@@ -157,9 +165,21 @@ public:
   /// Reads a Universal checkpoint folder instead
   /// (UniversalCheckpointReader.cpp).
   llvm::Error runUniversal(llvm::StringRef folder);
+  /// Makes a fresh checkpoint of `weights` instead (FreshCheckpoint.cpp).
+  llvm::Error runFresh(const CheckpointSource &weights,
+                       const FreshCheckpointOptions &options);
 
 private:
   llvm::Error readFiles();
+  llvm::Error buildFreshTemplates(const FreshCheckpointOptions &options,
+                                  llvm::ArrayRef<std::vector<size_t>> groups);
+  /// The checkpoint's tensors as a CheckpointSource (ModelTensors.cpp).
+  llvm::Error buildTensors();
+  llvm::Error addSavedTensors();
+  llvm::Error addSavedTensor(llvm::StringRef name, const PickleCursor &value,
+                             std::optional<Extents> shape,
+                             CheckpointTensor::Role role);
+  llvm::Error addAliases();
   llvm::Error checkOneRun() const;
   /// Checks grid rank `rank`'s partition counts against its groups'.
   llvm::Error checkPartitionCounts(size_t rank) const;
@@ -189,7 +209,7 @@ private:
   DeepSpeedCheckpoint &checkpoint;
   CheckpointFiles files;
   std::vector<ModelStates> models;
-  std::vector<OptimizerStates> optimizers;
+  std::vector<TensorStates> optimizers;
   std::map<std::string, ParamMap> affineMaps;
   /// Per group: the AutoEP layer of each of its parameters, if experts.
   std::vector<std::vector<std::optional<size_t>>> expertLayers;

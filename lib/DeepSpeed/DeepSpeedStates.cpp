@@ -216,7 +216,7 @@ static Error readGroups(const TorchFile &file, const PickleCursor &fp32,
 
 /// Reads `partition_count`: an int (ZeRO-3) or one int per group.
 static Error readPartitionCount(const PickleCursor &value,
-                                OptimizerStates &states) {
+                                TensorStates &states) {
   if (value.is(PickleValue::Int)) {
     Expected<int64_t> count = value.getInt();
     if (!count)
@@ -237,7 +237,7 @@ static Error readPartitionCount(const PickleCursor &value,
 /// Reads ZeRO-3's `ds_zero_partition_groups` (written with AutoEP): per
 /// sub-group, its partition count, this rank's place and the group's ranks.
 static Error readPartitionGroups(const PickleCursor &value,
-                                 OptimizerStates &states) {
+                                 TensorStates &states) {
   Expected<std::vector<PickleCursor>> entries = value.getItems();
   if (!entries)
     return entries.takeError();
@@ -273,10 +273,10 @@ static Error readPartitionGroups(const PickleCursor &value,
   return Error::success();
 }
 
-Expected<OptimizerStates> ucp::readOptimizerStates(const TorchFile &file,
-                                                   bool zero3) {
+Expected<TensorStates> ucp::readTensorStates(const TorchFile &file,
+                                             bool zero3) {
   PickleCursor root(file.getDocument());
-  OptimizerStates states;
+  TensorStates states;
   auto run = [&]() -> Error {
     Expected<PickleCursor> dict = root.at("optimizer_state_dict");
     if (!dict)

@@ -59,9 +59,10 @@ Error Retargeter::checkTarget() const {
                          "the target's DP x TP world");
       !error.empty())
     return makeError("--dp " + std::to_string(options.dp) + ": " + error);
+  // A fresh checkpoint holds no moments, and its target none either.
   for (const DeepSpeedParam &param : checkpoint.getParams())
     if (std::string missing = checkpoint.getMissingStates(param.group);
-        !missing.empty())
+        !missing.empty() && !checkpoint.isFresh())
       return makeError(
           checkpoint.getFolder() + ": parameter group " +
           std::to_string(param.group) + " has no " + missing +
@@ -146,7 +147,7 @@ Error Retargeter::plan() {
   programs = std::move(*planned);
   // One program serves every state: each must be able to move through it.
   for (const DeepSpeedParam &param : params)
-    for (OptimizerState state : kOptimizerStates)
+    for (TensorState state : kOptimizerStates)
       if (Error error = checkScalePower(programs.at(param.name), param.name,
                                         getScalePower(state)))
         return error;
@@ -171,13 +172,13 @@ void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
   // then in the model's dtype, rounded to nearest even as torch's copy_
   // does.
   std::vector<float> master(elements);
-  ProgramRun run = checkpoint.getFragmentRun(param, OptimizerState::Fp32,
+  ProgramRun run = checkpoint.getFragmentRun(param, TensorState::Master,
                                              weightPrograms.at(param.name));
-  run.buffers.targets[t] = master.data();
   CpuExecutor cpu(/*threads=*/1);
   // The CPU executor does not fail.
-  llvm::cantFail(runIntoTarget(
-      run, t, elements, cpu, getFragmentReleaser(param, OptimizerState::Fp32)));
+  llvm::cantFail(runIntoTargetAs(
+      run, t, elements, DType::F32, reinterpret_cast<char *>(master.data()),
+      cpu, getFragmentReleaser(param, TensorState::Master)));
   out.resize(elements * getElementSize(type));
   narrowFloat32(master.data(), elements, type, out.data());
 }
@@ -188,7 +189,7 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
   GroupRank rank = getGroupRank(g, d, t);
   const ZeroGroupLayout &layout = layouts[g][rank.outer];
   int64_t target = rank.world;
-  OptimizerState which = kOptimizerStates[state];
+  TensorState which = kOptimizerStates[state];
   // Each parameter's fragment: runs of its mapped source fragments where
   // its copies only concatenate them (flat from flat, whole from whole),
   // else executed into a buffer of its own.
@@ -199,7 +200,10 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
     const DeepSpeedParam &param = checkpoint.getParams()[p];
     runs.push_back(
         checkpoint.getFragmentRun(param, which, programs.at(param.name)));
-    direct.push_back(getSourcePieces(runs.back(), target));
+    // Fragments of another type than the partitions' are converted.
+    direct.push_back(runs.back().type == DType::F32
+                         ? getSourcePieces(runs.back(), target)
+                         : std::nullopt);
     if (layout.getSlice(i, rank.inner).count > 0 && !direct.back())
       executed.push_back(i);
   }
@@ -211,11 +215,11 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
     std::vector<char> &buffer = pieces.buffers[i];
     int64_t count = layout.getSlice(i, rank.inner).count;
     buffer.assign(count * 4, 0);
-    runs[i].buffers.targets[target] = buffer.data();
     CpuExecutor cpu(/*threads=*/1);
     // The CPU executor does not fail.
-    llvm::cantFail(runIntoTarget(runs[i], target, count, cpu,
-                                 getFragmentReleaser(param, which)));
+    llvm::cantFail(runIntoTargetAs(runs[i], target, count, DType::F32,
+                                   buffer.data(), cpu,
+                                   getFragmentReleaser(param, which)));
   });
   int64_t at = 0; // Elements of the partition laid out so far.
   auto pad = [&](int64_t upTo) {
@@ -358,7 +362,7 @@ Error Retargeter::write(llvm::StringRef folder) {
   }
   for (int64_t d = 0; d < options.dp; ++d)
     for (int64_t t = 0; t < tp; ++t) {
-      if (Error error = writeOptimizerStates(d, t, folder))
+      if (Error error = writeTensorStates(d, t, folder))
         return error;
       report();
     }

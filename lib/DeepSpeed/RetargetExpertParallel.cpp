@@ -331,7 +331,7 @@ Error Retargeter::writeExpertFilesFromMasters(llvm::StringRef folder) {
         int64_t elements =
             *getNumElements(param->tpMap.logicalShape) / layer.numExperts;
         TensorData masters =
-            checkpoint.getFragment(*param, 0, OptimizerState::Fp32);
+            checkpoint.getFragment(*param, 0, TensorState::Master);
         bytes.resize(elements * getElementSize(*type));
         narrowFloat32(reinterpret_cast<const float *>(masters.data) +
                           g * elements,

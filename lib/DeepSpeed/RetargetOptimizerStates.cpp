@@ -1,4 +1,4 @@
-//===- RetargetOptimizerStates.cpp - The target's optimizer files ---------===//
+//===- RetargetTensorStates.cpp - The target's optimizer files ---------===//
 //
 // An optimizer file of the target is the source's of DP rank 0 and the same
 // TP rank with what the topology decides replaced: each group's fp32
@@ -120,7 +120,7 @@ Retargeter::buildOptimizerDictItems(
 }
 
 Expected<Retargeter::TargetFile>
-Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
+Retargeter::buildTensorStates(int64_t d, int64_t t) const {
   // The source's file of DP rank 0 and this TP rank is the template.
   const TorchFile &source = checkpoint.getOptimizerFile(getTemplateTp(t));
   const PickleDocument &from = source.getDocument();
@@ -172,14 +172,17 @@ Retargeter::buildOptimizerStates(int64_t d, int64_t t) const {
   for (size_t g = 0; g < groups.size(); ++g) {
     GroupRank rank = getGroupRank(g, d, t);
     const ZeroGroupLayout &layout = layouts[g][rank.outer];
-    if (g >= adam->size())
-      return makeError(source.getPath() + ": no Adam state for group " +
-                       std::to_string(g));
-    for (auto [state, name] : {std::pair{1, "exp_avg"}, {2, "exp_avg_sq"}}) {
-      Expected<PickleCursor> tensor = (*adam)[g].second.at(name);
-      if (!tensor)
-        return inSource(tensor.takeError());
-      newTensor(*tensor, g, state, layout.partition);
+    // Before the first step (a fresh checkpoint) there are no moments.
+    if (checkpoint.hasState(g, TensorState::ExpAvg)) {
+      if (g >= adam->size())
+        return makeError(source.getPath() + ": no Adam state for group " +
+                         std::to_string(g));
+      for (auto [state, name] : {std::pair{1, "exp_avg"}, {2, "exp_avg_sq"}}) {
+        Expected<PickleCursor> tensor = (*adam)[g].second.at(name);
+        if (!tensor)
+          return inSource(tensor.takeError());
+        newTensor(*tensor, g, state, layout.partition);
+      }
     }
     Expected<PickleCursor> partition = fp32->at(g);
     if (!partition)
@@ -245,9 +248,9 @@ PickleRef Retargeter::buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
   return b.dict(slices, /*ordered=*/true);
 }
 
-Error Retargeter::writeOptimizerStates(int64_t d, int64_t t,
-                                       llvm::StringRef folder) {
-  Expected<TargetFile> built = buildOptimizerStates(d, t);
+Error Retargeter::writeTensorStates(int64_t d, int64_t t,
+                                    llvm::StringRef folder) {
+  Expected<TargetFile> built = buildTensorStates(d, t);
   if (!built)
     return built.takeError();
   const TorchFile &source = checkpoint.getOptimizerFile(getTemplateTp(t));

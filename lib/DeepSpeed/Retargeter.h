@@ -5,7 +5,7 @@
 // at the target's degree, RetargetTensorParallel.cpp; the target's ZeRO
 // partitioning of each group; each parameter's map over the target grid;
 // the copy programs), then writes the target's files: optimizer states per
-// grid rank (RetargetOptimizerStates.cpp) and model states per TP rank, or
+// grid rank (RetargetTensorStates.cpp) and model states per TP rank, or
 // per grid rank for ZeRO-3 (RetargetModelStates.cpp), each document the
 // source's with what the topology decides replaced, and the data filled
 // from the memory-mapped source fragments (Retarget.cpp). The source may
@@ -180,8 +180,8 @@ private:
   bool isZero3Source() const { return checkpoint.getZeroStage() == 3; }
   bool isZero3Target() const { return stage == 3; }
 
-  // Optimizer states (RetargetOptimizerStates.cpp).
-  llvm::Expected<TargetFile> buildOptimizerStates(int64_t d, int64_t t) const;
+  // Optimizer states (RetargetTensorStates.cpp).
+  llvm::Expected<TargetFile> buildTensorStates(int64_t d, int64_t t) const;
   llvm::Expected<std::vector<std::pair<PickleRef, PickleRef>>>
   buildOptimizerDictItems(llvm::StringRef sourcePath, const PickleCursor &root,
                           const PickleCursor &states,
@@ -189,8 +189,7 @@ private:
                           llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
   PickleRef buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
                                int64_t t) const;
-  llvm::Error writeOptimizerStates(int64_t d, int64_t t,
-                                   llvm::StringRef folder);
+  llvm::Error writeTensorStates(int64_t d, int64_t t, llvm::StringRef folder);
 
   // Model states (RetargetModelStates.cpp).
   /// Model states of TP rank `t`, as DP rank `d` writes them.
@@ -236,7 +235,7 @@ private:
   /// Releases the pages of the fragments of `state` of `param` as a
   /// program has read them.
   auto getFragmentReleaser(const DeepSpeedParam &param,
-                           OptimizerState state) const {
+                           TensorState state) const {
     return [this, &param, state](int64_t rank, const char *data, size_t bytes) {
       checkpoint.releaseFragmentPages(param, rank, state, data, bytes);
     };

@@ -118,10 +118,10 @@ Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
   std::array<TensorData, 3> &states = checkpoint.universalStates.emplace_back();
   // The moments of a group saved before its first step are not written.
   std::vector<std::string> missing;
-  for (OptimizerState state : kOptimizerStates) {
+  for (TensorState state : kOptimizerStates) {
     std::string name = joinPath(checkpoint.folder, "zero", param.name,
                                 (getStateName(state) + ".pt").str());
-    if (state != OptimizerState::Fp32 && !fs::exists(name)) {
+    if (state != TensorState::Master && !fs::exists(name)) {
       missing.push_back(name);
       continue;
     }
@@ -237,5 +237,7 @@ Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
     return error;
   if (Error error = buildUniversalParams())
     return error;
-  return buildUniversalTemplates();
+  if (Error error = buildUniversalTemplates())
+    return error;
+  return buildTensors();
 }

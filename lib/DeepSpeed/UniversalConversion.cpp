@@ -198,7 +198,7 @@ Error UniversalConverter::plan() {
   for (ParamPlan &plan : plans) {
     plan.program = &programs.at(plan.param->name);
     // One program serves every state: each must be able to move through it.
-    for (OptimizerState state : kOptimizerStates)
+    for (TensorState state : kOptimizerStates)
       if (Error error = checkScalePower(*plan.program, plan.param->name,
                                         getScalePower(state)))
         return error;
@@ -316,7 +316,7 @@ static Error writeTensor(ProgramRun run, int64_t bytes,
 Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
                                      llvm::StringRef folder) {
   const DeepSpeedParam &param = *plan.param;
-  OptimizerState state = kOptimizerStates[s];
+  TensorState state = kOptimizerStates[s];
   int64_t ranks = param.slices.size();
   // torch.cat requires grad if its inputs do: the fp32 partitions do.
   bool requiresGrad = false;
@@ -427,16 +427,16 @@ Error UniversalConverter::write(llvm::StringRef folder) {
   // States (and steps), the optimizer state, model states and the maps.
   filesTotal = 2 + checkpoint.getModelFiles().size();
   for (const ParamPlan &plan : plans)
-    for (OptimizerState state : kOptimizerStates)
+    for (TensorState state : kOptimizerStates)
       filesTotal += checkpoint.hasState(plan.param->group, state) +
-                    (steps && state == OptimizerState::Fp32);
+                    (steps && state == TensorState::Master);
   if (Error error = writeStates(folder))
     return error;
   for (const ParamPlan &plan : plans)
     if (steps)
       if (Error error = writeStep(plan, folder))
         return error;
-  Expected<PickleDocument> optimizer = buildOptimizerStateDocument(checkpoint);
+  Expected<PickleDocument> optimizer = buildTensorStateDocument(checkpoint);
   if (!optimizer)
     return optimizer.takeError();
   llvm::SmallString<256> file(zero);

@@ -97,7 +97,7 @@ PickleDocument ucp::buildCopyDocument(const PickleDocument &from,
 }
 
 Expected<PickleDocument>
-ucp::buildOptimizerStateDocument(const DeepSpeedCheckpoint &checkpoint) {
+ucp::buildTensorStateDocument(const DeepSpeedCheckpoint &checkpoint) {
   const TorchFile &file = checkpoint.getOptimizerFile(0);
   const PickleDocument &from = file.getDocument();
   auto inFile = [&](llvm::Error error) {

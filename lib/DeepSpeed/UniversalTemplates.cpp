@@ -100,7 +100,7 @@ static Expected<PickleRef> buildZero12States(TemplateBuilder &t,
   std::vector<PickleRef> partitions;
   for (size_t g = 0; g < groups; ++g) {
     partitions.push_back(t.placeholder(true));
-    if (!ckpt.hasState(g, OptimizerState::ExpAvg))
+    if (!ckpt.hasState(g, TensorState::ExpAvg))
       continue; // Saved before its first step: no state, no step.
     Expected<std::string> step =
         readGroupStep(ckpt.getFolder(), ckpt.getParams(), g);
@@ -184,17 +184,15 @@ buildZero3States(TemplateBuilder &t, const PickleCursor &saved, size_t groups) {
   return t.b.dict(out, saved.get().module == "collections");
 }
 
-/// Writes `document` and its new storages (the rest from `source`) to a
-/// private temporary file and returns its bytes.
-static Expected<std::unique_ptr<llvm::MemoryBuffer>>
-writeToMemory(const PickleDocument &document, const TemplateBuilder &t,
-              const TorchFile &source) {
+Expected<std::unique_ptr<llvm::MemoryBuffer>> ucp::writeTemplateFile(
+    const PickleDocument &document,
+    llvm::ArrayRef<std::pair<std::string, std::string>> storages,
+    const TorchFile *source) {
   llvm::SmallString<128> dir;
-  if (std::error_code error =
-          fs::createUniqueDirectory("ucp-universal-template", dir))
+  if (std::error_code error = fs::createUniqueDirectory("ucp-template", dir))
     return makeError("a temporary folder: " + error.message());
   llvm::SmallString<128> file(dir);
-  path::append(file, "optim_states.pt");
+  path::append(file, "template.pt");
   auto cleanUp = llvm::make_scope_exit([&] {
     fs::remove(file);
     fs::remove(dir);
@@ -203,11 +201,12 @@ writeToMemory(const PickleDocument &document, const TemplateBuilder &t,
       TorchFileWriter::create(file, document);
   if (!writer)
     return writer.takeError();
-  for (const auto &[key, bytes] : t.storages)
+  for (const auto &[key, bytes] : storages)
     if (Error error = (*writer)->writeStorage(key, {llvm::StringRef(bytes)}))
       return std::move(error);
-  if (Error error = (*writer)->copyStoragesFrom(source))
-    return std::move(error);
+  if (source)
+    if (Error error = (*writer)->copyStoragesFrom(*source))
+      return std::move(error);
   if (Error error = (*writer)->commit(/*durable=*/false))
     return std::move(error);
   llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> bytes =
@@ -248,7 +247,7 @@ Error DeepSpeedReader::buildUniversalTemplates() {
   }
   PickleDocument document = t.b.finish(t.b.dict(items));
   Expected<std::unique_ptr<llvm::MemoryBuffer>> bytes =
-      writeToMemory(document, t, **saved);
+      writeTemplateFile(document, t.storages, saved->get());
   if (!bytes)
     return bytes.takeError();
   for (int64_t rank = 0; rank < files.tp; ++rank) {

@@ -8,6 +8,7 @@
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Parallel.h"
 
+#include <cassert>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -324,4 +325,26 @@ void ucp::widenToFloat32(const char *from, int64_t count, DType type,
                                       : ucpHalfToFloat(bits);
         }
       });
+}
+
+void ucp::convertElements(const char *from, DType fromType, char *to,
+                          DType toType, int64_t count) {
+  auto isHalfOrSingle = [](DType type) {
+    return type == DType::F32 || type == DType::BF16 || type == DType::F16;
+  };
+  if (fromType == toType) {
+    std::memcpy(to, from, count * getElementSize(toType));
+  } else if (fromType == DType::F32 && isHalfOrSingle(toType)) {
+    narrowFloat32(reinterpret_cast<const float *>(from), count, toType, to);
+  } else if (toType == DType::F32 && isHalfOrSingle(fromType)) {
+    widenToFloat32(from, count, fromType, reinterpret_cast<float *>(to));
+  } else {
+    // Any other pair of float types: each element through fp32.
+    assert(isHalfOrSingle(toType) && "a conversion narrowFloat32 cannot end");
+    int64_t size = getElementSize(fromType);
+    for (int64_t e = 0; e < count; ++e) {
+      float value = static_cast<float>(readElement(fromType, from + e * size));
+      narrowFloat32(&value, 1, toType, to + e * getElementSize(toType));
+    }
+  }
 }

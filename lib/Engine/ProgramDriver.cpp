@@ -95,3 +95,19 @@ llvm::Error ucp::runIntoTarget(const ProgramRun &run, int64_t target,
   }
   return flush();
 }
+
+llvm::Error ucp::runIntoTargetAs(ProgramRun run, int64_t target,
+                                 int64_t elements, DType type, char *out,
+                                 Executor &executor, ReleaseSource release) {
+  if (run.type == type) {
+    run.buffers.targets[target] = out;
+    return runIntoTarget(run, target, elements, executor, release);
+  }
+  std::vector<char> gathered(elements * getElementSize(run.type));
+  run.buffers.targets[target] = gathered.data();
+  if (llvm::Error error =
+          runIntoTarget(run, target, elements, executor, release))
+    return error;
+  convertElements(gathered.data(), run.type, out, type, elements);
+  return llvm::Error::success();
+}

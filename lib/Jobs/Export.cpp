@@ -1,24 +1,24 @@
 //===- Export.cpp - A checkpoint's model weights as safetensors -----------===//
 //
-// Three steps. Collect: the module buffers and frozen parameters the model
-// states hold whole, then every trainable parameter, planned from its map
-// into the full tensor (the fp32 master gathered from every rank's
-// fragments; TP, EP and ZeRO alike), tied names last. Lay out: the tensors
-// in that order, cut into files of at most the shard size. Write: each
-// file's header, then each tensor made and written at its offset, the
-// files in a temporary folder renamed into place once all are written.
+// Three steps. Collect: the tensors the checkpoint holds whole (module
+// buffers and frozen parameters), then every trainable parameter, each
+// planned from its map into the full tensor (the fp32 master gathered from
+// every rank's fragments; TP, EP and ZeRO alike), aliases last. Lay out:
+// the tensors in that order, cut into files of at most the shard size.
+// Write: each file's header, then each tensor made and written at its
+// offset, the files in a temporary folder renamed into place once all are
+// written.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Jobs/Export.h"
 #include "ucp/Checkpoint/Invariants.h"
-#include "ucp/Element/FloatBits.h"
 #include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Engine/ProgramDriver.h"
-#include "ucp/Formats/Torch/PickleCursor.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Plan/Planner.h"
+#include "ucp/Support/CheckpointFolder.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/OutputFile.h"
 
@@ -28,7 +28,6 @@
 #include "llvm/Support/Path.h"
 
 #include <chrono>
-#include <cstring>
 #include <set>
 
 using namespace ucp;
@@ -41,13 +40,13 @@ namespace {
 /// One tensor of the export.
 struct ExportTensor {
   std::string name;
+  /// The source's tensor, and the state it is made from: the fp32 master
+  /// where there is one, else the weight.
+  size_t index = 0;
+  TensorState state = TensorState::Master;
   DType dtype = DType::F32;
   Extents shape;
   int64_t bytes = 0;
-  /// A trainable parameter, made from its fp32 master...
-  const DeepSpeedParam *param = nullptr;
-  /// ...or a tensor the model states hold whole.
-  TensorData saved;
   /// Where it goes: its file and its offset in the file's data.
   size_t file = 0;
   int64_t offset = 0;
@@ -62,8 +61,8 @@ struct ExportFile {
 
 class Exporter {
 public:
-  Exporter(const DeepSpeedCheckpoint &checkpoint, const ExportOptions &options)
-      : checkpoint(checkpoint), options(options) {}
+  Exporter(const CheckpointSource &source, const ExportOptions &options)
+      : source(source), options(options) {}
   Error collect();
   Error plan();
   void layOut();
@@ -73,16 +72,13 @@ public:
   int64_t getBytes() const { return total; }
 
 private:
-  Error addSaved(llvm::StringRef name, const PickleCursor &tensor,
-                 std::optional<Extents> shape);
-  Error collectSaved();
-  Error addTiedNames(const PickleCursor &root);
+  void add(size_t index);
   Error writeFile(const ExportFile &file, llvm::StringRef folder);
-  Error writeParam(const ExportTensor &tensor, OutputFile &out,
-                   int64_t dataStart);
+  Error writeTensor(const ExportTensor &tensor, OutputFile &out,
+                    int64_t dataStart);
   void reportProgress(bool force);
 
-  const DeepSpeedCheckpoint &checkpoint;
+  const CheckpointSource &source;
   const ExportOptions &options;
   std::vector<ExportTensor> tensors;
   std::vector<ExportFile> files;
@@ -91,8 +87,7 @@ private:
   size_t done = 0;
   std::chrono::steady_clock::time_point lastProgress;
   /// Reused from tensor to tensor: memory holds about the largest one.
-  std::vector<float> master;
-  std::vector<char> narrowed;
+  std::vector<char> gathered, converted;
 };
 
 } // namespace
@@ -102,115 +97,39 @@ static DType getExportType(DType type, DType chosen) {
   return isFloatingPoint(type) ? chosen : type;
 }
 
-Error Exporter::addSaved(llvm::StringRef name, const PickleCursor &value,
-                         std::optional<Extents> shape) {
-  const TorchFile &model = *checkpoint.getModelFiles().front();
-  Expected<PickleRef> ref = value.getTensor();
-  if (!ref)
-    return makeError(model.getPath() + ": " + llvm::toString(ref.takeError()));
+void Exporter::add(size_t index) {
+  const CheckpointTensor &from = source.getTensors()[index];
   ExportTensor tensor;
-  tensor.name = name.str();
-  tensor.saved = model.getTensor(*ref);
-  tensor.shape = shape.value_or(tensor.saved.shape);
-  if (getNumElements(tensor.shape) != getNumElements(tensor.saved.shape))
-    return makeError(model.getPath() + ": '" + name + "' holds " +
-                     formatList(tensor.saved.shape) + ", not its shape " +
-                     formatList(tensor.shape));
-  tensor.dtype = getExportType(tensor.saved.dtype, options.dtype);
+  tensor.name = from.name;
+  tensor.index = index;
+  tensor.state = from.getType(TensorState::Master) ? TensorState::Master
+                                                   : TensorState::Weight;
+  tensor.dtype = getExportType(*from.getType(tensor.state), options.dtype);
+  tensor.shape = getFullTensorMap(from.map).logicalShape;
   tensors.push_back(std::move(tensor));
-  return Error::success();
 }
 
-Error Exporter::collectSaved() {
-  const TorchFile &model = *checkpoint.getModelFiles().front();
-  PickleCursor root(model.getDocument());
-  auto inModel = [&](Error error) {
-    return makeError(model.getPath() + ": " + llvm::toString(std::move(error)));
-  };
-  Expected<PickleCursor> module = root.at("module");
-  if (!module)
-    return inModel(module.takeError());
-  // Module buffers (TP rank 0's, as zero_to_fp32 takes rank 0's).
-  if (std::optional<PickleCursor> names = root.find("buffer_names")) {
-    Expected<std::vector<PickleCursor>> items = names->getItems();
-    if (!items)
-      return inModel(items.takeError());
-    for (const PickleCursor &item : *items) {
-      Expected<std::string> name = item.getString();
-      Expected<PickleCursor> value =
-          name ? module->at(*name) : Expected<PickleCursor>(name.takeError());
-      if (!value)
-        return inModel(value.takeError());
-      if (Error error = addSaved(*name, *value, std::nullopt))
-        return error;
-    }
-  }
-  // Frozen parameters: whole in ZeRO-1/2 files without TP.
-  std::optional<PickleCursor> frozen = root.find("frozen_param_shapes");
-  if (frozen && frozen->is(PickleValue::Dict) && !frozen->get().items.empty()) {
-    if (checkpoint.getZeroStage() == 3 || checkpoint.getTpDegree() > 1)
-      return makeError(model.getPath() +
-                       ": frozen parameters of a ZeRO-3 or tensor-parallel "
-                       "checkpoint, which are not exported yet");
-    Expected<std::vector<std::pair<std::string, PickleCursor>>> shapes =
-        frozen->getStringItems();
-    Expected<PickleCursor> fragments = root.at("frozen_param_fragments");
-    if (!shapes || !fragments)
-      return inModel(
-          llvm::joinErrors(shapes.takeError(), fragments.takeError()));
-    for (const auto &[name, shape] : *shapes) {
-      Expected<Extents> extents = shape.getInts();
-      Expected<PickleCursor> value = fragments->at(name);
-      if (!extents || !value)
-        return inModel(
-            llvm::joinErrors(extents.takeError(), value.takeError()));
-      if (Error error = addSaved(name, *value, *extents))
-        return error;
-    }
-  }
-  return Error::success();
-}
-
-Error Exporter::addTiedNames(const PickleCursor &root) {
-  // shared_params: a tied name -> the parameter it is; written once more
-  // under that name (safetensors holds no aliases).
-  std::optional<PickleCursor> shared = root.find("shared_params");
-  if (!shared || !shared->is(PickleValue::Dict))
-    return Error::success();
-  Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
-      shared->getStringItems();
-  if (!items)
-    return items.takeError();
-  for (const auto &[alias, target] : *items) {
-    Expected<std::string> name = target.getString();
-    if (!name)
-      return name.takeError();
+Error Exporter::collect() {
+  if (Error error = source.checkComplete())
+    return error;
+  llvm::ArrayRef<CheckpointTensor> held = source.getTensors();
+  for (bool trainable : {false, true})
+    for (size_t index = 0; index < held.size(); ++index)
+      if ((held[index].role == CheckpointTensor::Role::Trainable) == trainable)
+        add(index);
+  // An alias (a tied weight) is written once more under its name:
+  // safetensors holds no aliases.
+  for (const auto &[alias, name] : source.getAliases()) {
     auto found = llvm::find_if(
-        tensors, [&](const ExportTensor &t) { return t.name == *name; });
+        tensors, [&](const ExportTensor &t) { return t.name == name; });
     if (found == tensors.end())
-      return shared->fail("ties '" + alias + "' to '" + *name +
-                          "', which the checkpoint does not hold");
+      return makeError(source.getPath(), "'" + alias + "' is tied to '" + name +
+                                             "', which the checkpoint "
+                                             "does not hold");
     ExportTensor copy = *found;
     copy.name = alias;
     tensors.push_back(std::move(copy));
   }
-  return Error::success();
-}
-
-Error Exporter::collect() {
-  if (Error error = collectSaved())
-    return error;
-  for (const DeepSpeedParam &param : checkpoint.getParams()) {
-    ExportTensor tensor;
-    tensor.name = param.name;
-    tensor.param = &param;
-    tensor.shape = getFullTensorMap(param.map).logicalShape;
-    tensor.dtype = options.dtype;
-    tensors.push_back(std::move(tensor));
-  }
-  const TorchFile &model = *checkpoint.getModelFiles().front();
-  if (Error error = addTiedNames(PickleCursor(model.getDocument())))
-    return makeError(model.getPath() + ": " + llvm::toString(std::move(error)));
   std::set<std::string> names;
   for (ExportTensor &tensor : tensors) {
     if (!names.insert(tensor.name).second)
@@ -228,10 +147,12 @@ Error Exporter::collect() {
 
 Error Exporter::plan() {
   std::vector<ParamMap> sources, targets;
-  for (const DeepSpeedParam &param : checkpoint.getParams()) {
-    sources.push_back(param.map);
-    targets.push_back(getFullTensorMap(param.map));
+  for (const CheckpointTensor &tensor : source.getTensors()) {
+    sources.push_back(tensor.map);
+    targets.push_back(getFullTensorMap(tensor.map));
   }
+  // The lowest holder of a replicated block (TP rank 0), after every copy
+  // has been compared with it.
   ReplicaPolicy policy;
   policy.kind = ReplicaPolicy::Lowest;
   Expected<TransferPrograms> planned = planTransfers(sources, targets, policy);
@@ -262,50 +183,22 @@ void Exporter::layOut() {
                           .str();
 }
 
-/// Writes the elements of `saved` (any strides) to `out` as `type`.
-static void convertSaved(const TensorData &saved, DType type, char *out) {
-  int64_t elements = *getNumElements(saved.shape);
-  int64_t from = getElementSize(saved.dtype), to = getElementSize(type);
-  Extents index(saved.shape.size(), 0);
-  for (int64_t e = 0; e < elements; ++e) {
-    int64_t at = 0;
-    for (size_t d = 0; d < index.size(); ++d)
-      at += index[d] * saved.strides[d];
-    const char *element = saved.data + at * from;
-    if (type == saved.dtype) {
-      std::memcpy(out + e * to, element, to);
-    } else {
-      float value = static_cast<float>(readElement(saved.dtype, element));
-      narrowFloat32(&value, 1, type, out + e * to);
-    }
-    for (size_t d = index.size(); d-- > 0;) {
-      if (++index[d] < saved.shape[d])
-        break;
-      index[d] = 0;
-    }
-  }
-}
-
-Error Exporter::writeParam(const ExportTensor &tensor, OutputFile &out,
-                           int64_t dataStart) {
-  const DeepSpeedParam &param = *tensor.param;
-  ProgramRun run = checkpoint.getFragmentRun(param, OptimizerState::Fp32,
-                                             programs.at(param.name));
+Error Exporter::writeTensor(const ExportTensor &tensor, OutputFile &out,
+                            int64_t dataStart) {
+  const CheckpointTensor &from = source.getTensors()[tensor.index];
+  ProgramRun run =
+      source.getRun(tensor.index, tensor.state, programs.at(from.name));
+  // Replicated blocks (TP) must agree before one copy is kept.
   std::map<int64_t, const char *> shards;
   for (const auto &[rank, data] : run.buffers.sources)
     shards[rank] = static_cast<const char *>(data);
-  // Replicated blocks (TP) must agree before one copy is kept.
-  if (Error error = checkReplicas(param.map, shards, 4))
-    return makeError("parameter '" + param.name +
+  if (Error error = checkReplicas(from.map, shards, getElementSize(run.type)))
+    return makeError("parameter '" + from.name +
                      "': " + llvm::toString(std::move(error)));
-  int64_t elements = *getNumElements(tensor.shape);
   int64_t at = dataStart + tensor.offset;
-  auto release = [&](int64_t rank, const char *data, size_t bytes) {
-    checkpoint.releaseFragmentPages(param, rank, OptimizerState::Fp32, data,
-                                    bytes);
-  };
-  // fp32 runs of the fragments go out as they lie.
-  if (tensor.dtype == DType::F32)
+  auto release = source.getReleaser(tensor.index, tensor.state);
+  // Runs of the shards go out as they lie.
+  if (tensor.dtype == run.type)
     if (std::optional<std::vector<SourcePiece>> pieces =
             getSourcePieces(run, 0)) {
       for (const SourcePiece &piece : *pieces) {
@@ -316,14 +209,16 @@ Error Exporter::writeParam(const ExportTensor &tensor, OutputFile &out,
       }
       return Error::success();
     }
-  master.resize(elements);
-  run.buffers.targets[0] = master.data();
+  int64_t elements = *getNumElements(tensor.shape);
+  gathered.resize(elements * getElementSize(run.type));
+  run.buffers.targets[0] = gathered.data();
   CpuExecutor cpu(/*threads=*/1);
   if (Error error = runIntoTarget(run, 0, elements, cpu, release))
     return error;
-  narrowed.resize(tensor.bytes);
-  narrowFloat32(master.data(), elements, tensor.dtype, narrowed.data());
-  return out.writeAt(at, {narrowed.data(), narrowed.size()});
+  converted.resize(tensor.bytes);
+  convertElements(gathered.data(), run.type, converted.data(), tensor.dtype,
+                  elements);
+  return out.writeAt(at, {converted.data(), converted.size()});
 }
 
 void Exporter::reportProgress(bool force) {
@@ -373,16 +268,8 @@ Error Exporter::writeFile(const ExportFile &file, llvm::StringRef folder) {
     return error;
   for (size_t index : file.tensors) {
     const ExportTensor &tensor = tensors[index];
-    if (tensor.param) {
-      if (Error error = writeParam(tensor, **out, dataStart))
-        return error;
-    } else {
-      narrowed.resize(tensor.bytes);
-      convertSaved(tensor.saved, tensor.dtype, narrowed.data());
-      if (Error error = (*out)->writeAt(dataStart + tensor.offset,
-                                        {narrowed.data(), narrowed.size()}))
-        return error;
-    }
+    if (Error error = writeTensor(tensor, **out, dataStart))
+      return error;
     written += tensor.bytes;
     ++done;
     reportProgress(false);
@@ -412,7 +299,7 @@ Error Exporter::write(llvm::StringRef folder) {
   });
 }
 
-Expected<ExportStats> ucp::exportModel(const DeepSpeedCheckpoint &checkpoint,
+Expected<ExportStats> ucp::exportModel(const CheckpointSource &checkpoint,
                                        llvm::StringRef folder,
                                        const ExportOptions &options) {
   auto start = std::chrono::steady_clock::now();

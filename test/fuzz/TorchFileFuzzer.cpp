@@ -46,8 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!model)
     ignore(model.takeError());
   for (bool zero3 : {false, true}) {
-    llvm::Expected<OptimizerStates> optimizer =
-        readOptimizerStates(**file, zero3);
+    llvm::Expected<TensorStates> optimizer = readTensorStates(**file, zero3);
     if (!optimizer)
       ignore(optimizer.takeError());
   }

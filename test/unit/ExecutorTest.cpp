@@ -303,7 +303,7 @@ TEST(CpuExecutor, PowerOfTwoScalesRoundTripExactly) {
   }
 }
 
-TEST(CpuExecutor, OptimizerStatePowersInvertTheScale) {
+TEST(CpuExecutor, TensorStatePowersInvertTheScale) {
   // A shard of 8.0 at scale 0.25 rebuilds to 32, 2 and 0.5 for powers 1, -1
   // and -2 (deepspeed-facts §2).
   ParamMap bias = llvm::cantFail(buildScaledBiasLayout("bias", {4}, 4));

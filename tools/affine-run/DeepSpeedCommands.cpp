@@ -7,8 +7,14 @@
 //       (either of the two with)
 //       --dp M [--tp N [--num-kv-heads K] | --target-map FILE]
 //       [--zero-stage S] [--autoep-size E] [--threads N] [--no-sync]
-//   affine-run export --input_folder CKPT/TAG|UNIV --out DIR
+//   affine-run export --input_folder CKPT/TAG|UNIV|SAFETENSORS --out DIR
 //       [--dtype fp32|bf16|fp16] [--max-shard-size 5GB] [--no-sync]
+//   affine-run convert --from CKPT/TAG|UNIV|SAFETENSORS --to deepspeed
+//       --output_folder OUT/TAG --dp M [--tp N --universal-info FILE |
+//       --target-map FILE] [--zero-stage S] [--param-groups FILE]
+//       [--ds-config FILE] [--dtype bf16|fp16|fp32]
+//   affine-run convert --from ... --to safetensors --output_folder DIR
+//       (export's options)
 //
 // ds-to-universal's options are spelt as DeepSpeed's ds_to_universal.py
 // spells them, so that the command drops into scripts written for it.
@@ -20,12 +26,16 @@
 #include "ucp/DeepSpeed/UniversalConversion.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Jobs/Export.h"
+#include "ucp/Jobs/OpenCheckpoint.h"
+#include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <set>
 
 using namespace ucp;
 namespace cl = llvm::cl;
@@ -53,6 +63,12 @@ static cl::SubCommand
                   "write the consolidated model of a DeepSpeed or Universal "
                   "checkpoint as safetensors files, as zero_to_fp32.py does, "
                   "memory bounded by the largest tensor");
+static cl::SubCommand convertCommand(
+    "convert",
+    "write any checkpoint affine-run reads (safetensors files or a Hugging "
+    "Face sharded set, a DeepSpeed or Universal checkpoint) in another "
+    "format: a DeepSpeed ZeRO checkpoint at a topology (from weights alone, "
+    "with an optimizer before its first step), or safetensors files");
 static cl::opt<std::string>
     inputFolder("input_folder",
                 cl::desc("the checkpoint folder, CKPT/TAG (the folder of "
@@ -62,6 +78,46 @@ static cl::opt<std::string>
                 cl::value_desc("folder"), cl::sub(universalCommand),
                 cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
                 cl::sub(exportCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string>
+    convertSource("from",
+                  cl::desc("what to convert: a safetensors file, a folder of "
+                           "them (or of a Hugging Face index and its files), "
+                           "a DeepSpeed checkpoint folder CKPT/TAG or a "
+                           "Universal checkpoint folder"),
+                  cl::value_desc("path"), cl::sub(convertCommand),
+                  cl::cat(getDeepSpeedCategory()));
+enum class ConvertTarget { DeepSpeed, Safetensors };
+static cl::opt<ConvertTarget> convertTarget(
+    "to", cl::desc("the format to write"),
+    cl::values(clEnumValN(ConvertTarget::DeepSpeed, "deepspeed",
+                          "a DeepSpeed ZeRO checkpoint (--output_folder "
+                          "OUT/TAG) at --dp, --tp and --zero-stage"),
+               clEnumValN(ConvertTarget::Safetensors, "safetensors",
+                          "the consolidated model, as export writes it")),
+    cl::Required, cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string> paramGroupsFile(
+    "param-groups",
+    cl::desc("from weights alone: the optimizer's parameter groups, a JSON "
+             "list of lists of parameter names in the order of the model's "
+             "parameters(), which ZeRO flattens them in (Python: "
+             "json.dump([[n for n, _ in model.named_parameters()]], f)); "
+             "required for more than one tensor"),
+    cl::value_desc("FILE"), cl::sub(convertCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string> dsConfigFile(
+    "ds-config",
+    cl::desc("from weights alone: the run's DeepSpeed config (JSON), kept in "
+             "the files; its optimizer.params are the parameter groups' "
+             "hyper-parameters, which DeepSpeed's loader restores (default: "
+             "torch Adam's)"),
+    cl::value_desc("FILE"), cl::sub(convertCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string> universalInfoFile(
+    "universal-info",
+    cl::desc("from weights alone: universal_checkpoint_info (JSON), whose "
+             "rules split the parameters into --tp ranks"),
+    cl::value_desc("FILE"), cl::sub(convertCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string>
     exportFolder("out",
                  cl::desc("the new folder of model.safetensors, or of "
@@ -74,13 +130,14 @@ static cl::opt<DType> exportType(
     cl::values(clEnumValN(DType::F32, "fp32", "the fp32 masters as they are"),
                clEnumValN(DType::BF16, "bf16", "rounded to nearest even"),
                clEnumValN(DType::F16, "fp16", "rounded to nearest even")),
-    cl::init(DType::F32), cl::sub(exportCommand),
+    cl::init(DType::F32), cl::sub(convertCommand), cl::sub(exportCommand),
     cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string> maxShardSize(
     "max-shard-size",
     cl::desc("the most tensor bytes per file, as 5GB, 500MB, 2GiB or a "
              "number of bytes (default 5GB)"),
-    cl::init("5GB"), cl::sub(exportCommand), cl::cat(getDeepSpeedCategory()));
+    cl::init("5GB"), cl::sub(convertCommand), cl::sub(exportCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string> outputFolder(
     "output_folder",
     cl::desc("the new folder: of the Universal checkpoint (latest_universal "
@@ -88,7 +145,7 @@ static cl::opt<std::string> outputFolder(
              "beside it names TAG)"),
     cl::value_desc("folder"), cl::sub(universalCommand),
     cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
-    cl::cat(getDeepSpeedCategory()));
+    cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<bool> injectMissingState(
     "inject_missing_state",
     cl::desc("convert a ZeRO-1/2 checkpoint without universal_checkpoint_info "
@@ -103,21 +160,23 @@ static cl::opt<unsigned> universalThreads(
     "threads",
     cl::desc("worker threads (default: every core this process may run on)"),
     cl::init(0), cl::sub(universalCommand), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<bool> universalNoSync(
     "no-sync",
     cl::desc("return without waiting for the outputs to reach the disk"),
     cl::sub(universalCommand), cl::sub(retargetCommand),
     cl::sub(fromUniversalCommand), cl::sub(exportCommand),
-    cl::cat(getDeepSpeedCategory()));
+    cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<bool>
     universalQuiet("quiet", cl::desc("print no progress or summary"),
                    cl::sub(universalCommand), cl::sub(retargetCommand),
                    cl::sub(fromUniversalCommand), cl::sub(exportCommand),
-                   cl::cat(getDeepSpeedCategory()));
+                   cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> targetDp("dp", cl::desc("the target's DP degree"),
                                  cl::value_desc("M"), cl::sub(retargetCommand),
                                  cl::sub(fromUniversalCommand),
+                                 cl::sub(convertCommand),
                                  cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> targetTp(
     "tp",
@@ -125,27 +184,31 @@ static cl::opt<int64_t> targetTp(
              "degree splits each parameter by universal_checkpoint_info's "
              "rules"),
     cl::value_desc("N"), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> numKvHeads(
     "num-kv-heads",
     cl::desc("the model's num_kv_heads, which DeepSpeed's split of attention "
              "weights at a new TP degree depends on, where the checkpoint "
              "does not record it"),
     cl::value_desc("K"), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string> targetMapFile(
     "target-map",
     cl::desc("explicit maps of the target's parameters over its TP ranks (a "
              "map document) instead of universal_checkpoint_info's split "
              "rules; their world size is the target's TP degree"),
     cl::value_desc("FILE"), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
+    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<int>
     targetStage("zero-stage",
                 cl::desc("the target's ZeRO stage, 1, 2 or 3 (default: the "
                          "source's)"),
                 cl::value_desc("S"), cl::sub(retargetCommand),
-                cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
+                cl::sub(fromUniversalCommand), cl::sub(convertCommand),
+                cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> targetAutoEpSize(
     "autoep-size",
     cl::desc("an AutoEP checkpoint's target autoep_size (default: the "
@@ -164,7 +227,7 @@ bool isDeepSpeedCommand() {
   return static_cast<bool>(universalCommand) ||
          static_cast<bool>(retargetCommand) ||
          static_cast<bool>(fromUniversalCommand) ||
-         static_cast<bool>(exportCommand);
+         static_cast<bool>(exportCommand) || static_cast<bool>(convertCommand);
 }
 
 /// Parses a size as Hugging Face writes it: a number of bytes, or one with
@@ -186,22 +249,13 @@ static std::optional<int64_t> parseSize(llvm::StringRef text) {
   return static_cast<int64_t>(count) * unit;
 }
 
-static int runExport() {
-  if (exportFolder.empty())
-    return fail("--out is required");
+/// Writes the model of `checkpoint` into `folder` as safetensors files.
+static int writeModel(const CheckpointSource &checkpoint,
+                      llvm::StringRef folder) {
   std::optional<int64_t> shardBytes = parseSize(maxShardSize);
   if (!shardBytes)
     return fail("--max-shard-size " + maxShardSize +
                 ": expected a positive size, as 5GB, 500MB or 2GiB");
-  // A Universal checkpoint is a folder of zero/<name>/ state folders.
-  llvm::SmallString<256> zero(inputFolder);
-  llvm::sys::path::append(zero, "zero");
-  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
-      llvm::sys::fs::is_directory(zero)
-          ? DeepSpeedCheckpoint::openUniversal(inputFolder)
-          : DeepSpeedCheckpoint::open(inputFolder);
-  if (!checkpoint)
-    return fail(llvm::toString(checkpoint.takeError()));
   ExportOptions options;
   options.dtype = exportType;
   options.maxShardBytes = *shardBytes;
@@ -211,8 +265,7 @@ static int runExport() {
       llvm::errs() << "affine-run: " << done << "/" << total << " tensors, "
                    << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
     };
-  llvm::Expected<ExportStats> stats =
-      exportModel(**checkpoint, exportFolder, options);
+  llvm::Expected<ExportStats> stats = exportModel(checkpoint, folder, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   if (!universalQuiet)
@@ -223,19 +276,34 @@ static int runExport() {
   return 0;
 }
 
+static int runExport() {
+  if (exportFolder.empty())
+    return fail("--out is required");
+  llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
+      openCheckpoint(inputFolder);
+  if (!checkpoint)
+    return fail(llvm::toString(checkpoint.takeError()));
+  return writeModel(**checkpoint, exportFolder);
+}
+
 static void printProgress(size_t done, size_t total, int64_t bytes) {
   llvm::errs() << "affine-run: " << done << "/" << total << " files, "
                << llvm::format("%.1f", bytes / 1e6)
                << " MB of tensors written\n";
 }
 
-static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
+/// Writes `checkpoint` at the target the command line gives; at `stage`
+/// where it gives none.
+static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
+                       std::optional<int> stage = std::nullopt) {
   if (!targetDp.getNumOccurrences())
     return fail("--dp is required");
   RetargetOptions options;
   options.dp = targetDp;
   if (targetStage.getNumOccurrences())
     options.zeroStage = targetStage;
+  else
+    options.zeroStage = stage;
   if (targetTp.getNumOccurrences())
     options.tp = targetTp;
   if (targetAutoEpSize.getNumOccurrences())
@@ -269,30 +337,167 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint) {
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   if (!universalQuiet)
-    llvm::outs() << (checkpoint.isUniversal()
-                         ? "universal-to-ds: Universal, TP "
-                         : "ds-retarget: TP ")
-                 << checkpoint.getTpDegree() << " x DP "
-                 << checkpoint.getDpDegree() << " ZeRO-"
-                 << checkpoint.getZeroStage() << " -> TP "
-                 << options.tp.value_or(options.targetMaps.empty()
-                                            ? checkpoint.getTpDegree()
-                                            : options.targetMaps[0].worldSize)
-                 << " x DP " << options.dp << " ZeRO-"
-                 << options.zeroStage.value_or(checkpoint.getZeroStage())
-                 << (checkpoint.getAutoEpSize()
-                         ? " autoep_size " +
-                               std::to_string(options.autoEpSize.value_or(
-                                   checkpoint.getAutoEpSize()))
-                         : "")
-                 << ", " << stats->files << " files, "
-                 << llvm::format("%.3f", stats->bytesWritten / 1e6)
-                 << " MB of partitions in "
-                 << llvm::format("%.3f", stats->seconds) << " s\n";
+    llvm::outs()
+        << (checkpoint.isFresh()
+                ? std::string("convert: weights")
+                : (checkpoint.isUniversal() ? "universal-to-ds: Universal, TP "
+                                            : "ds-retarget: TP ") +
+                      std::to_string(checkpoint.getTpDegree()) + " x DP " +
+                      std::to_string(checkpoint.getDpDegree()) + " ZeRO-" +
+                      std::to_string(checkpoint.getZeroStage()))
+        << " -> TP "
+        << options.tp.value_or(options.targetMaps.empty()
+                                   ? checkpoint.getTpDegree()
+                                   : options.targetMaps[0].worldSize)
+        << " x DP " << options.dp << " ZeRO-"
+        << options.zeroStage.value_or(checkpoint.getZeroStage())
+        << (checkpoint.getAutoEpSize()
+                ? " autoep_size " + std::to_string(options.autoEpSize.value_or(
+                                        checkpoint.getAutoEpSize()))
+                : "")
+        << ", " << stats->files << " files, "
+        << llvm::format("%.3f", stats->bytesWritten / 1e6)
+        << " MB of partitions in " << llvm::format("%.3f", stats->seconds)
+        << " s\n";
   return 0;
 }
 
+/// Reads the JSON file `path` given as --`flag`.
+static llvm::Expected<llvm::json::Value> readJsonFile(llvm::StringRef path,
+                                                      llvm::StringRef flag) {
+  llvm::Expected<std::unique_ptr<llvm::MemoryBuffer>> text =
+      readTextInputFile(path, TextSyntax::Json);
+  if (!text)
+    return text.takeError();
+  llvm::Expected<llvm::json::Value> value =
+      llvm::json::parse((*text)->getBuffer());
+  if (!value)
+    return makeError("--" + flag + " " + path + ": " +
+                     llvm::toString(value.takeError()));
+  return std::move(*value);
+}
+
+/// The options of a DeepSpeed checkpoint made from `weights`, from the
+/// command line.
+static llvm::Expected<FreshCheckpointOptions>
+getFreshOptions(const CheckpointSource &weights) {
+  FreshCheckpointOptions options;
+  if (!paramGroupsFile.empty()) {
+    llvm::Expected<llvm::json::Value> groups =
+        readJsonFile(paramGroupsFile, "param-groups");
+    if (!groups)
+      return groups.takeError();
+    // Each group a list of names, or a torch param group: {"params":
+    // [names], its own hyper-parameters}.
+    const llvm::json::Array *lists = groups->getAsArray();
+    for (const llvm::json::Value &entry :
+         lists ? *lists : llvm::json::Array()) {
+      FreshParamGroup &group = options.groups.emplace_back();
+      const llvm::json::Array *names = entry.getAsArray();
+      if (const llvm::json::Object *object = entry.getAsObject()) {
+        names = object->getArray("params");
+        for (const auto &[key, value] : *object)
+          if (key != "params")
+            group.hyper[key] = value;
+      }
+      for (const llvm::json::Value &name : names ? *names : llvm::json::Array())
+        if (std::optional<llvm::StringRef> text = name.getAsString())
+          group.names.push_back(text->str());
+      if (!names || group.names.size() != names->size())
+        lists = nullptr;
+    }
+    if (!lists)
+      return makeError("--param-groups " + paramGroupsFile +
+                       ": expected a list of parameter groups, each a list "
+                       "of parameter names or {\"params\": [names], "
+                       "hyper-parameters}");
+  }
+  if (!dsConfigFile.empty()) {
+    llvm::Expected<llvm::json::Value> config =
+        readJsonFile(dsConfigFile, "ds-config");
+    if (!config)
+      return config.takeError();
+    if (!config->getAsObject())
+      return makeError("--ds-config " + dsConfigFile + ": expected an object");
+    options.config = *config->getAsObject();
+  }
+  if (!universalInfoFile.empty()) {
+    llvm::Expected<llvm::json::Value> info =
+        readJsonFile(universalInfoFile, "universal-info");
+    if (!info)
+      return info.takeError();
+    options.universalInfo = std::move(*info);
+  }
+  // The weights' own type, unless one is chosen or they have several.
+  options.modelType = exportType;
+  if (!exportType.getNumOccurrences()) {
+    std::set<DType> types;
+    for (const CheckpointTensor &tensor : weights.getTensors())
+      if (std::optional<DType> type = tensor.getType(TensorState::Weight))
+        types.insert(*type);
+    if (types.size() > 1)
+      return makeError(weights.getPath() +
+                       ": weights of several types; choose the model's "
+                       "with --dtype");
+    if (types.size() == 1)
+      options.modelType = *types.begin();
+  }
+  return options;
+}
+
+static int runConvert() {
+  if (convertSource.empty())
+    return fail("--from is required");
+  if (outputFolder.empty())
+    return fail("--output_folder is required");
+  CheckpointFormat format = detectCheckpointFormat(convertSource);
+  bool fromWeights = format == CheckpointFormat::Safetensors;
+  if (!fromWeights && (!paramGroupsFile.empty() || !dsConfigFile.empty() ||
+                       !universalInfoFile.empty()))
+    return fail("--param-groups, --ds-config and --universal-info make a "
+                "checkpoint from weights alone; " +
+                convertSource + " is a DeepSpeed checkpoint");
+  if (convertTarget == ConvertTarget::Safetensors) {
+    llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
+        openCheckpoint(convertSource);
+    if (!checkpoint)
+      return fail(llvm::toString(checkpoint.takeError()));
+    return writeModel(**checkpoint, outputFolder);
+  }
+  if (!fromWeights) {
+    llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
+        format == CheckpointFormat::Universal
+            ? DeepSpeedCheckpoint::openUniversal(convertSource)
+            : DeepSpeedCheckpoint::open(convertSource);
+    if (!checkpoint)
+      return fail(llvm::toString(checkpoint.takeError()));
+    return runRetarget(**checkpoint);
+  }
+  llvm::Expected<std::unique_ptr<CheckpointSource>> weights =
+      openCheckpoint(convertSource);
+  if (!weights)
+    return fail(llvm::toString(weights.takeError()));
+  llvm::Expected<FreshCheckpointOptions> options = getFreshOptions(**weights);
+  if (!options)
+    return fail(llvm::toString(options.takeError()));
+  // A fresh run's stage is given, or its config's; nothing else says.
+  const llvm::json::Object *zero =
+      options->config.getObject("zero_optimization");
+  std::optional<int64_t> stage =
+      zero ? zero->getInteger("stage") : std::nullopt;
+  if (!targetStage.getNumOccurrences() && !stage)
+    return fail("--zero-stage is required (or a --ds-config with "
+                "zero_optimization.stage)");
+  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
+      DeepSpeedCheckpoint::openFresh(**weights, *options);
+  if (!checkpoint)
+    return fail(llvm::toString(checkpoint.takeError()));
+  return runRetarget(**checkpoint, stage);
+}
+
 int runDeepSpeedCommand() {
+  if (convertCommand)
+    return runConvert();
   if (inputFolder.empty())
     return fail("--input_folder is required");
   if (exportCommand)

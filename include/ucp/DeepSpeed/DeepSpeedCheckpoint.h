@@ -27,26 +27,19 @@
 #ifndef UCP_DEEPSPEED_DEEPSPEEDCHECKPOINT_H
 #define UCP_DEEPSPEED_DEEPSPEEDCHECKPOINT_H
 
+#include "ucp/Checkpoint/CheckpointModel.h"
 #include "ucp/Engine/Executor.h"
 #include "ucp/Formats/Torch/TorchFile.h"
 #include "ucp/Layout/LegacyMetadata.h"
+
 #include "ucp/Map/ParamMap.h"
+#include "llvm/Support/JSON.h"
 
 #include <array>
+#include <deque>
 #include <optional>
 
 namespace ucp {
-
-/// The per-parameter optimizer states a ZeRO checkpoint partitions.
-enum class OptimizerState { Fp32, ExpAvg, ExpAvgSq };
-
-/// The states in file order, and their names in DeepSpeed's files.
-inline constexpr std::array<OptimizerState, 3> kOptimizerStates = {
-    OptimizerState::Fp32, OptimizerState::ExpAvg, OptimizerState::ExpAvgSq};
-llvm::StringRef getStateName(OptimizerState state);
-/// The power of the scale a state carries (spec §2.1): 1 for the weights,
-/// -1 for exp_avg, -2 for exp_avg_sq.
-int getScalePower(OptimizerState state);
 
 /// Where a grid rank's fragment of a parameter lies: `count` elements from
 /// `offset` of the flat partition of the parameter's group in the rank's
@@ -98,8 +91,38 @@ struct DeepSpeedParam {
 /// outside the folder.
 llvm::Error checkUniversalFolderName(llvm::StringRef name);
 
-/// A DeepSpeed checkpoint folder, validated and memory-mapped.
-class DeepSpeedCheckpoint {
+/// An optimizer parameter group of a checkpoint made from weights alone.
+struct FreshParamGroup {
+  /// Its parameters, in the order of the model's parameters() (the order
+  /// ZeRO flattens them in).
+  std::vector<std::string> names;
+  /// Its own hyper-parameters, over the config's (as a torch param group
+  /// gives them: "weight_decay": 0.0).
+  llvm::json::Object hyper;
+};
+
+/// How a DeepSpeed checkpoint is made from a model's weights alone.
+struct FreshCheckpointOptions {
+  /// The optimizer's parameter groups. Empty: one group, allowed for a
+  /// model of one tensor only, since no other order is known.
+  std::vector<FreshParamGroup> groups;
+  /// The type of the module's weights: BF16, F16 or F32.
+  DType modelType = DType::BF16;
+  /// The run's ds_config, as JSON. The optimizer's hyper-parameters of
+  /// every group are its optimizer.params (else torch Adam's defaults):
+  /// DeepSpeed's loader restores them.
+  llvm::json::Object config;
+  /// universal_checkpoint_info, as JSON (for a split into TP ranks).
+  std::optional<llvm::json::Value> universalInfo;
+};
+
+/// A DeepSpeed checkpoint folder, validated and memory-mapped. As a
+/// CheckpointSource its tensors are the trainable parameters (in getParams()
+/// order, each over the grid with its fp32 master and, once the optimizer
+/// has stepped, its moments), then the module buffers and frozen
+/// parameters the model states hold whole (their weights); its aliases are
+/// the model states' shared_params.
+class DeepSpeedCheckpoint final : public CheckpointSource {
 public:
   /// Opens the checkpoint in `folder` (`CKPT/TAG`).
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
@@ -113,8 +136,18 @@ public:
   /// partitions left empty (a template for writing the ZeRO files again).
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
   openUniversal(llvm::StringRef folder);
-  /// Whether it was opened by openUniversal.
+  /// Makes the checkpoint a ZeRO-3 job of one rank would hold, every
+  /// parameter whole, before its optimizer's first step: the fp32 masters
+  /// are `weights`' tensors (widened where they are not fp32), there are no
+  /// Adam moments, and the module's weights are rebuilt from the masters.
+  /// Retargeted, it is the checkpoint of a fresh run at any topology.
+  static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
+  openFresh(const CheckpointSource &weights,
+            const FreshCheckpointOptions &options);
+  /// Whether it was opened by openUniversal (or openFresh).
   bool isUniversal() const { return universal; }
+  /// Whether it was made by openFresh.
+  bool isFresh() const { return freshSource != nullptr; }
 
   llvm::StringRef getFolder() const { return folder; }
   int64_t getTpDegree() const { return tp; }
@@ -141,8 +174,8 @@ public:
   /// Whether parameter group `group` holds `state`: the fp32 weights
   /// always, the Adam moments once the optimizer has stepped (torch's Adam
   /// makes them at the first step).
-  bool hasState(size_t group, OptimizerState state) const {
-    return state == OptimizerState::Fp32 || groupMoments[group];
+  bool hasState(size_t group, TensorState state) const {
+    return state == TensorState::Master || groupMoments[group];
   }
   /// The names of the states parameter group `group` lacks, as "exp_avg,
   /// exp_avg_sq", or "".
@@ -151,17 +184,31 @@ public:
   /// The fragment of `state` of `param` that grid rank `rank` holds (a
   /// state it has: hasState).
   TensorData getFragment(const DeepSpeedParam &param, int64_t rank,
-                         OptimizerState state) const;
+                         TensorState state) const;
   /// Drops from memory the pages of `bytes` from `data`, inside that
   /// fragment: done reading them.
   void releaseFragmentPages(const DeepSpeedParam &param, int64_t rank,
-                            OptimizerState state, const char *data,
+                            TensorState state, const char *data,
                             size_t bytes) const;
   /// A run of `program` (planned from `param.map`) moving `state`: every
   /// grid rank's fragment as a source, at the state's scale power, on fp32
   /// elements.
-  ProgramRun getFragmentRun(const DeepSpeedParam &param, OptimizerState state,
+  ProgramRun getFragmentRun(const DeepSpeedParam &param, TensorState state,
                             const CopyProgram &program) const;
+  // CheckpointSource.
+  llvm::StringRef getPath() const override { return folder; }
+  llvm::ArrayRef<CheckpointTensor> getTensors() const override {
+    return tensors;
+  }
+  const char *getShard(size_t index, TensorState state,
+                       int64_t rank) const override;
+  void releaseShard(size_t index, TensorState state, int64_t rank,
+                    const char *data, size_t bytes) const override;
+  std::vector<std::pair<std::string, std::string>> getAliases() const override {
+    return aliases;
+  }
+  llvm::Error checkComplete() const override;
+
   /// The categories of universal_checkpoint_info, if the model states
   /// carry it.
   const std::optional<LegacyCategories> &getCategories() const {
@@ -174,8 +221,7 @@ public:
   }
   /// The flat partition of `state` of parameter group `group` in grid rank
   /// `rank`'s optimizer file (a tensor of that file's document).
-  PickleRef getPartition(int64_t rank, size_t group,
-                         OptimizerState state) const {
+  PickleRef getPartition(int64_t rank, size_t group, TensorState state) const {
     return ranks[rank].partitions[group][static_cast<size_t>(state)];
   }
   /// The step of parameter group `group` in grid rank `rank`'s optimizer
@@ -220,6 +266,17 @@ private:
   /// state, its file and its full tensor there.
   std::vector<std::array<std::unique_ptr<TorchFile>, 3>> universalFiles;
   std::vector<std::array<TensorData, 3>> universalStates;
+  /// openFresh's weights, and the index there of each parameter.
+  const CheckpointSource *freshSource = nullptr;
+  std::vector<size_t> freshIndex;
+  /// As a CheckpointSource: the tensors, the bytes of those the model
+  /// states hold whole (after the parameters'), the aliases, and why some
+  /// tensors could not be bound, if any.
+  std::vector<CheckpointTensor> tensors;
+  std::vector<const char *> savedData;
+  std::deque<std::string> savedCopies;
+  std::vector<std::pair<std::string, std::string>> aliases;
+  std::string incomplete;
 };
 
 } // namespace ucp

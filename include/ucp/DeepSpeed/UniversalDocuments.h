@@ -70,7 +70,7 @@ buildAutoEpModelStatesDocument(const TorchFile &model);
 /// The document of zero/optimizer_state.pt, from grid rank 0's optimizer
 /// file of `checkpoint`.
 llvm::Expected<PickleDocument>
-buildOptimizerStateDocument(const DeepSpeedCheckpoint &checkpoint);
+buildTensorStateDocument(const DeepSpeedCheckpoint &checkpoint);
 
 } // namespace ucp
 

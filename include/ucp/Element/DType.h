@@ -95,6 +95,13 @@ void narrowFloat32(const float *from, int64_t count, DType type, char *to);
 /// fp32, exactly, in parallel.
 void widenToFloat32(const char *from, int64_t count, DType type, float *to);
 
+/// Writes `count` elements of `fromType` at `from` to `to` as `toType`:
+/// the same bytes for the same type; else from a floating-point type to F32,
+/// BF16 or F16 through fp32, rounded to nearest even as torch's `copy_`
+/// does.
+void convertElements(const char *from, DType fromType, char *to, DType toType,
+                     int64_t count);
+
 } // namespace ucp
 
 #endif // UCP_ELEMENT_DTYPE_H

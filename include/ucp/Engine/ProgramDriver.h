@@ -54,6 +54,13 @@ llvm::Error runIntoTarget(const ProgramRun &run, int64_t target,
                           int64_t elements, Executor &executor,
                           ReleaseSource release = nullptr);
 
+/// As runIntoTarget, writing the target as `elements` elements of `type`
+/// at `out`: straight where the run's type is `type`, else through a
+/// buffer of the run's type, converted (convertElements).
+llvm::Error runIntoTargetAs(ProgramRun run, int64_t target, int64_t elements,
+                            DType type, char *out, Executor &executor,
+                            ReleaseSource release = nullptr);
+
 } // namespace ucp
 
 #endif // UCP_ENGINE_PROGRAMDRIVER_H

@@ -1,9 +1,11 @@
 //===- Export.h - A checkpoint's model weights as safetensors ---*- C++ -*-===//
 //
-// What DeepSpeed's zero_to_fp32.py makes of a checkpoint, for every stage,
-// TP and EP layout, and from a Universal checkpoint too: the consolidated
-// model (module buffers, frozen parameters, then every trainable parameter
-// whole, from its fp32 master) as Hugging Face-style safetensors files.
+// What DeepSpeed's zero_to_fp32.py makes of a checkpoint, for any checkpoint
+// the product reads (every ZeRO stage, TP and EP layout, a Universal
+// folder, safetensors files): the consolidated model (the tensors held
+// whole, module buffers and frozen parameters, then every trainable
+// parameter whole, from its fp32 master where it has one) as Hugging
+// Face-style safetensors files.
 // One file `model.safetensors`, or, beyond the shard size,
 // `model-0000i-of-0000N.safetensors` and `model.safetensors.index.json`
 // (its total_size and each tensor's file). Tensors are made one at a
@@ -15,7 +17,9 @@
 #ifndef UCP_JOBS_EXPORT_H
 #define UCP_JOBS_EXPORT_H
 
-#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Checkpoint/CheckpointModel.h"
+
+#include "llvm/Support/Error.h"
 
 #include <functional>
 
@@ -42,7 +46,7 @@ struct ExportStats {
 
 /// Writes the model of `checkpoint` into the new folder `folder` (made
 /// whole or not at all).
-llvm::Expected<ExportStats> exportModel(const DeepSpeedCheckpoint &checkpoint,
+llvm::Expected<ExportStats> exportModel(const CheckpointSource &checkpoint,
                                         llvm::StringRef folder,
                                         const ExportOptions &options);
 

@@ -54,6 +54,9 @@ public:
     return buffer->getBufferStart() + dataStart + tensor.begin;
   }
   llvm::StringRef getPath() const { return path; }
+  /// Drops the pages wholly inside [begin, begin + bytes) from memory: done
+  /// reading them for now.
+  void releasePages(const char *begin, size_t bytes) const;
 
 private:
   std::string path;

@@ -1,0 +1,138 @@
+//===- CheckpointModel.h - A checkpoint that knows no format ----*- C++ -*-===//
+//
+// What every job reads, whatever wrote the files: a set of tensors, each
+// with a name, a role in training, a map over the checkpoint's shards (its
+// logical shape is the map's) and the states it holds under that map, each
+// of one element type: the weight, the fp32 master, Adam's moments. A
+// reader (a DeepSpeed ZeRO folder, a Universal folder, a set of
+// safetensors files) binds every shard of every state to the bytes that
+// hold it, memory-mapped; a job plans the maps into its target layout
+// (ucp/Plan/Planner.h) and runs the programs on those bytes
+// (ucp/Engine/Executor.h), then a writer lays the results out in its
+// format. A new format costs a reader or a writer, not a stack.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_CHECKPOINT_CHECKPOINTMODEL_H
+#define UCP_CHECKPOINT_CHECKPOINTMODEL_H
+
+#include "ucp/Element/DType.h"
+#include "ucp/Map/ParamMap.h"
+
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/Support/Error.h"
+
+#include <array>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace ucp {
+
+struct CopyProgram;
+struct ProgramRun;
+
+/// What a tensor of a checkpoint holds. The first three are a trainable
+/// parameter's optimizer states, in the order DeepSpeed's files hold them.
+enum class TensorState {
+  /// The fp32 master weight the optimizer updates.
+  Master,
+  /// Adam's first and second moments.
+  ExpAvg,
+  ExpAvgSq,
+  /// The weight the model computes with (a module's tensor: bf16, fp16 or
+  /// fp32), or a buffer.
+  Weight,
+};
+
+/// The states of a trainable parameter's optimizer, in file order.
+inline constexpr std::array<TensorState, 3> kOptimizerStates = {
+    TensorState::Master, TensorState::ExpAvg, TensorState::ExpAvgSq};
+
+/// The name of `state` in files and on command lines: "fp32", "exp_avg",
+/// "exp_avg_sq", "param".
+llvm::StringRef getStateName(TensorState state);
+
+/// The state named `name`, if one is.
+std::optional<TensorState> parseStateName(llvm::StringRef name);
+
+/// Every state's name, for messages: "fp32, exp_avg, exp_avg_sq or param".
+std::string listStateNames();
+
+/// The power of the scale a state carries (spec §2.1): 1 for weights and
+/// masters, -1 for exp_avg, -2 for exp_avg_sq. A copy program moving a
+/// state raises each piece's scale to it.
+int getScalePower(TensorState state);
+
+/// A tensor of a checkpoint.
+struct CheckpointTensor {
+  /// How training treats it.
+  enum class Role {
+    /// Updated by the optimizer, which holds its master and moments.
+    Trainable,
+    /// A parameter that does not train (requires_grad=False).
+    Frozen,
+    /// A module buffer (a running statistic, a mask).
+    Buffer,
+  };
+
+  std::string name;
+  Role role = Role::Trainable;
+  /// Its layout over the checkpoint's shards; the logical shape is F's.
+  ParamMap map;
+  /// The states it holds, each with its element type, in TensorState
+  /// order.
+  llvm::SmallVector<std::pair<TensorState, DType>, 4> states;
+
+  /// The element type of `state`, if the tensor holds it.
+  std::optional<DType> getType(TensorState state) const;
+};
+
+/// The map of tensor `name` of `shape` held whole, row-major, by rank 0 of
+/// a world of one.
+ParamMap getWholeTensorMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
+
+/// A checkpoint as read: tensors whose shards are bound to bytes.
+class CheckpointSource {
+public:
+  virtual ~CheckpointSource();
+
+  /// Where it was read from, for messages.
+  virtual llvm::StringRef getPath() const = 0;
+  /// Its tensors, trainable ones first, in the order the format keeps them.
+  virtual llvm::ArrayRef<CheckpointTensor> getTensors() const = 0;
+  /// The bytes of shard `rank` of `state` of tensor `index`: its elements
+  /// in row-major order of the shard's shape, of the state's type.
+  virtual const char *getShard(size_t index, TensorState state,
+                               int64_t rank) const = 0;
+  /// Done reading the bytes [data, data + bytes) of that shard: their
+  /// pages may leave memory.
+  virtual void releaseShard(size_t index, TensorState state, int64_t rank,
+                            const char *data, size_t bytes) const {}
+  /// Names that are another tensor of the checkpoint (tied weights), as
+  /// (alias, tensor), in the order the format keeps them.
+  virtual std::vector<std::pair<std::string, std::string>> getAliases() const {
+    return {};
+  }
+
+  /// Refuses a checkpoint some of whose tensors the reader knows of but
+  /// could not bind (a layout it does not read yet), naming them; a job
+  /// that writes every tensor calls it.
+  virtual llvm::Error checkComplete() const { return llvm::Error::success(); }
+
+  /// A run of `program` (planned from tensor `index`'s map) moving `state`:
+  /// every shard as a source, at the state's scale power.
+  ProgramRun getRun(size_t index, TensorState state,
+                    const CopyProgram &program) const;
+  /// Calls releaseShard for the source bytes a program has read.
+  auto getReleaser(size_t index, TensorState state) const {
+    return [this, index, state](int64_t rank, const char *data, size_t bytes) {
+      releaseShard(index, state, rank, data, bytes);
+    };
+  }
+};
+
+} // namespace ucp
+
+#endif // UCP_CHECKPOINT_CHECKPOINTMODEL_H

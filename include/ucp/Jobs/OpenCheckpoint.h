@@ -1,0 +1,39 @@
+//===- OpenCheckpoint.h - The reader a path needs ---------------*- C++ -*-===//
+//
+// Every job that reads any checkpoint opens it here: the format is known
+// from what the path holds, and the reader of that format makes the
+// checkpoint model (ucp/Checkpoint/CheckpointModel.h).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_JOBS_OPENCHECKPOINT_H
+#define UCP_JOBS_OPENCHECKPOINT_H
+
+#include "ucp/Checkpoint/CheckpointModel.h"
+
+#include <memory>
+
+namespace ucp {
+
+/// The formats a checkpoint can be read from.
+enum class CheckpointFormat {
+  /// A DeepSpeed save_checkpoint folder, CKPT/TAG.
+  DeepSpeed,
+  /// A Universal Checkpoint folder (ds_to_universal's output).
+  Universal,
+  /// A safetensors file, or a folder of them.
+  Safetensors,
+};
+
+/// The format of what `path` holds: a .safetensors file, or a folder with
+/// a `zero` folder (Universal), with safetensors files or their index
+/// (Safetensors), else DeepSpeed's.
+CheckpointFormat detectCheckpointFormat(llvm::StringRef path);
+
+/// Opens `path` with the reader of its format.
+llvm::Expected<std::unique_ptr<CheckpointSource>>
+openCheckpoint(llvm::StringRef path);
+
+} // namespace ucp
+
+#endif // UCP_JOBS_OPENCHECKPOINT_H

@@ -1,0 +1,182 @@
+//===- ModelTensors.cpp - A DeepSpeed checkpoint as a CheckpointSource ----===//
+//
+// The trainable parameters come first, in getParams() order, each with
+// its map over the grid and the states its group holds; then what the
+// model states hold whole (TP rank 0's file, as zero_to_fp32 takes it):
+// the module buffers named by buffer_names, and the frozen parameters of
+// frozen_param_fragments; shared_params gives the aliases.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeepSpeedReader.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
+
+#include <cstring>
+
+using namespace ucp;
+using llvm::Error;
+using llvm::Expected;
+
+/// The elements of `tensor` densely, in row-major order of its view.
+static std::string copyDensely(const TensorData &tensor) {
+  int64_t size = getElementSize(tensor.dtype);
+  std::string bytes(getNumElements(tensor.shape).value_or(0) * size, '\0');
+  int64_t e = 0;
+  forEachElement(tensor.shape, {{0, tensor.strides}},
+                 [&](llvm::ArrayRef<int64_t> offsets) {
+                   std::memcpy(bytes.data() + size * e++,
+                               tensor.data + offsets[0] * size, size);
+                 });
+  return bytes;
+}
+
+Error DeepSpeedReader::addSavedTensor(llvm::StringRef name,
+                                      const PickleCursor &value,
+                                      std::optional<Extents> shape,
+                                      CheckpointTensor::Role role) {
+  const TorchFile &model = *checkpoint.modelFiles.front();
+  Expected<PickleRef> ref = value.getTensor();
+  if (!ref)
+    return makeError(model.getPath(), llvm::toString(ref.takeError()));
+  TensorData saved = model.getTensor(*ref);
+  Extents logical = shape.value_or(saved.shape);
+  if (getNumElements(logical) != getNumElements(saved.shape))
+    return makeError(model.getPath(),
+                     "'" + name + "' holds " + formatList(saved.shape) +
+                         ", not its shape " + formatList(logical));
+  const char *data = saved.data;
+  if (saved.strides != getRowMajorStrides(saved.shape) &&
+      getNumElements(saved.shape).value_or(0) > 1) {
+    // A view that is not row-major (rare: a buffer registered as a slice)
+    // is read once into memory of its own.
+    checkpoint.savedCopies.push_back(copyDensely(saved));
+    data = checkpoint.savedCopies.back().data();
+  }
+  CheckpointTensor tensor;
+  tensor.name = name.str();
+  tensor.role = role;
+  tensor.map = getWholeTensorMap(name, logical);
+  tensor.states.push_back({TensorState::Weight, saved.dtype});
+  checkpoint.tensors.push_back(std::move(tensor));
+  checkpoint.savedData.push_back(data);
+  return Error::success();
+}
+
+Error DeepSpeedReader::addSavedTensors() {
+  const TorchFile &model = *checkpoint.modelFiles.front();
+  PickleCursor root(model.getDocument());
+  auto inModel = [&](Error error) {
+    return makeError(model.getPath(), llvm::toString(std::move(error)));
+  };
+  Expected<PickleCursor> module = root.at("module");
+  if (!module)
+    return inModel(module.takeError());
+  if (std::optional<PickleCursor> names = root.find("buffer_names")) {
+    Expected<std::vector<PickleCursor>> items = names->getItems();
+    if (!items)
+      return inModel(items.takeError());
+    for (const PickleCursor &item : *items) {
+      Expected<std::string> name = item.getString();
+      Expected<PickleCursor> value =
+          name ? module->at(*name) : Expected<PickleCursor>(name.takeError());
+      if (!value)
+        return inModel(value.takeError());
+      if (Error error = addSavedTensor(*name, *value, std::nullopt,
+                                       CheckpointTensor::Role::Buffer))
+        return error;
+    }
+  }
+  // Frozen parameters: whole in ZeRO-1/2 files without TP.
+  std::optional<PickleCursor> frozen = root.find("frozen_param_shapes");
+  if (!frozen || !frozen->is(PickleValue::Dict) || frozen->get().items.empty())
+    return Error::success();
+  if (checkpoint.getZeroStage() == 3 || checkpoint.getTpDegree() > 1) {
+    checkpoint.incomplete =
+        (model.getPath() + ": frozen parameters of a ZeRO-3 or "
+                           "tensor-parallel checkpoint, which are not "
+                           "exported yet")
+            .str();
+    return Error::success();
+  }
+  Expected<std::vector<std::pair<std::string, PickleCursor>>> shapes =
+      frozen->getStringItems();
+  Expected<PickleCursor> fragments = root.at("frozen_param_fragments");
+  if (!shapes || !fragments)
+    return inModel(llvm::joinErrors(shapes.takeError(), fragments.takeError()));
+  for (const auto &[name, shape] : *shapes) {
+    Expected<Extents> extents = shape.getInts();
+    Expected<PickleCursor> value = fragments->at(name);
+    if (!extents || !value)
+      return inModel(llvm::joinErrors(extents.takeError(), value.takeError()));
+    if (Error error = addSavedTensor(name, *value, *extents,
+                                     CheckpointTensor::Role::Frozen))
+      return error;
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::addAliases() {
+  // shared_params: a tied name -> the parameter it is.
+  const TorchFile &model = *checkpoint.modelFiles.front();
+  PickleCursor root(model.getDocument());
+  std::optional<PickleCursor> shared = root.find("shared_params");
+  if (!shared || !shared->is(PickleValue::Dict))
+    return Error::success();
+  Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
+      shared->getStringItems();
+  if (!items)
+    return makeError(model.getPath(), llvm::toString(items.takeError()));
+  for (const auto &[alias, target] : *items) {
+    Expected<std::string> name = target.getString();
+    if (!name)
+      return makeError(model.getPath(), llvm::toString(name.takeError()));
+    if (llvm::none_of(checkpoint.tensors, [&](const CheckpointTensor &t) {
+          return t.name == *name;
+        }))
+      return makeError(model.getPath(),
+                       llvm::toString(shared->fail(
+                           "ties '" + alias + "' to '" + *name +
+                           "', which the checkpoint does not hold")));
+    checkpoint.aliases.push_back({alias, *name});
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::buildTensors() {
+  for (const DeepSpeedParam &param : checkpoint.params) {
+    CheckpointTensor tensor;
+    tensor.name = param.name;
+    tensor.map = param.map;
+    for (TensorState state : kOptimizerStates)
+      if (checkpoint.hasState(param.group, state))
+        tensor.states.push_back(
+            {state, checkpoint.getFragment(param, 0, state).dtype});
+    checkpoint.tensors.push_back(std::move(tensor));
+  }
+  if (Error error = addSavedTensors())
+    return error;
+  return addAliases();
+}
+
+const char *DeepSpeedCheckpoint::getShard(size_t index, TensorState state,
+                                          int64_t rank) const {
+  if (index < params.size())
+    return getFragment(params[index], rank, state).data;
+  return savedData[index - params.size()];
+}
+
+void DeepSpeedCheckpoint::releaseShard(size_t index, TensorState state,
+                                       int64_t rank, const char *data,
+                                       size_t bytes) const {
+  if (index < params.size())
+    releaseFragmentPages(params[index], rank, state, data, bytes);
+  else if (llvm::none_of(savedCopies, [&](const std::string &copy) {
+             return copy.data() == data;
+           }))
+    modelFiles.front()->releasePages(data, bytes);
+}
+
+Error DeepSpeedCheckpoint::checkComplete() const {
+  return incomplete.empty() ? Error::success() : makeError(incomplete);
+}

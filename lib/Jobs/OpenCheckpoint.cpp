@@ -1,0 +1,53 @@
+//===- OpenCheckpoint.cpp - The reader a path needs -----------------------===//
+
+#include "ucp/Jobs/OpenCheckpoint.h"
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Formats/Safetensors/SafetensorsCheckpoint.h"
+
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
+
+using namespace ucp;
+namespace fs = llvm::sys::fs;
+namespace path = llvm::sys::path;
+
+CheckpointFormat ucp::detectCheckpointFormat(llvm::StringRef folder) {
+  if (!fs::is_directory(folder))
+    return path::extension(folder) == ".safetensors"
+               ? CheckpointFormat::Safetensors
+               : CheckpointFormat::DeepSpeed;
+  llvm::SmallString<256> zero(folder);
+  path::append(zero, "zero");
+  if (fs::is_directory(zero))
+    return CheckpointFormat::Universal;
+  std::error_code ec;
+  bool safetensors = false, torch = false;
+  for (fs::directory_iterator it(folder, ec), end; it != end && !ec;
+       it.increment(ec)) {
+    llvm::StringRef name = path::filename(it->path());
+    safetensors |=
+        name.ends_with(".safetensors") || name == kSafetensorsIndexName;
+    torch |= name.ends_with(".pt");
+  }
+  return safetensors && !torch ? CheckpointFormat::Safetensors
+                               : CheckpointFormat::DeepSpeed;
+}
+
+llvm::Expected<std::unique_ptr<CheckpointSource>>
+ucp::openCheckpoint(llvm::StringRef path) {
+  auto lift =
+      [](auto opened) -> llvm::Expected<std::unique_ptr<CheckpointSource>> {
+    if (!opened)
+      return opened.takeError();
+    return std::unique_ptr<CheckpointSource>(std::move(*opened));
+  };
+  switch (detectCheckpointFormat(path)) {
+  case CheckpointFormat::Universal:
+    return lift(DeepSpeedCheckpoint::openUniversal(path));
+  case CheckpointFormat::Safetensors:
+    return lift(SafetensorsCheckpoint::open(path));
+  case CheckpointFormat::DeepSpeed:
+    break;
+  }
+  return lift(DeepSpeedCheckpoint::open(path));
+}
