@@ -75,6 +75,17 @@ static cl::opt<int64_t> steps(
              "moments)"),
     cl::init(3));
 static cl::opt<uint64_t> seed("seed", cl::init(1));
+static cl::opt<bool> tieEmbeddings(
+    "tie-embeddings",
+    cl::desc("tie lm_head to the embedding, as a Hugging Face model with "
+             "tie_word_embeddings: one trainable parameter, both names in the "
+             "module, shared_params naming the tie"));
+static cl::opt<std::string> breakReplica(
+    "break-replica",
+    cl::desc("write this TP-replicated parameter's fp32 master on the last "
+             "TP rank with its first element changed: a checkpoint whose "
+             "replicas disagree, for the tests of the replica checks"),
+    cl::value_desc("name"));
 
 namespace {
 
@@ -217,7 +228,8 @@ Model buildModel(int64_t tpRank) {
       add(p + "mlp.down_proj.weight", {hidden, ffn});
     }
     add("model.norm.weight", {hidden});
-    add("lm_head.weight", {vocab, hidden});
+    if (!tieEmbeddings)
+      add("lm_head.weight", {vocab, hidden});
   }
   size_t groups = 0;
   for (const Param &param : model.params)
@@ -301,10 +313,15 @@ static void fillFlat(const Model &model, size_t g, State state, DType type,
     const Param &param = model.params[p];
     int64_t lo = std::max(begin, param.offset);
     int64_t hi = std::min(end, param.offset + param.elements);
-    for (int64_t x = lo; x < hi; ++x)
-      store(type, data, x - base,
-            getValue(state, p,
-                     getFullIndex(param, model.tpRank, x - param.offset)));
+    for (int64_t x = lo; x < hi; ++x) {
+      float value = getValue(
+          state, p, getFullIndex(param, model.tpRank, x - param.offset));
+      // The replica that disagrees: the last TP rank's first element.
+      if (x == param.offset && state == State::Fp32 && param.splitDim < 0 &&
+          param.name == breakReplica && model.tpRank == tpDegree - 1)
+        value += 1.0f;
+      store(type, data, x - base, value);
+    }
   }
 }
 
@@ -383,6 +400,12 @@ static llvm::Error writeModelStates(const Model &model, DType type,
                       b.tensor(storages[param.group], param.offset, param.shape,
                                getRowMajorStrides(param.shape), false)});
   }
+  // A tied lm_head is the embedding's tensor under a second name.
+  std::vector<std::pair<PickleRef, PickleRef>> shared;
+  if (tieEmbeddings) {
+    module.push_back({s("lm_head.weight"), module.front().second});
+    shared.push_back({s("lm_head.weight"), s(model.params.front().name)});
+  }
   std::vector<PickleRef> shapes;
   for (const std::vector<size_t> &group : model.groups) {
     std::vector<std::pair<PickleRef, PickleRef>> items;
@@ -398,7 +421,7 @@ static llvm::Error writeModelStates(const Model &model, DType type,
       {s("optimizer"), b.none()},
       {s("param_shapes"), b.list(shapes)},
       {s("frozen_param_shapes"), frozen()},
-      {s("shared_params"), b.dict({})},
+      {s("shared_params"), b.dict(shared)},
       {s("frozen_param_fragments"), frozen()},
       {s("lr_scheduler"), b.none()},
       {s("data_sampler"), b.none()},

@@ -9,7 +9,11 @@ group, each parameter's fragment is the `fragment_address(numel, start)`
 slice of that rank's flat partitions (fp32 weights, exp_avg, exp_avg_sq);
 the fragments joined in DP order and reshaped to the parameter's shape must
 equal UNIVERSAL/zero/<name>/<state>.pt's `param`, bit for bit, and step.pt
-the group's step. Checkpoints without tensor parallelism only. Needs torch;
+the group's step. The files' layout must be ZeRO-1/2's: each group
+concatenated in param_shapes order, padded to a multiple of 2 x dp and cut
+in dp equal partitions, every rank's slices, paddings and partition lengths
+where that puts them (so that a writer or reader sharing a wrong rule with
+the checkpoint's writer is caught). Checkpoints without tensor parallelism only. Needs torch;
 DeepSpeed's classes are read as plain records.
 """
 import glob
@@ -54,6 +58,39 @@ def same_bits(a, b):
         a.view(torch.uint8), b.view(torch.uint8))
 
 
+def check_layout(files, states, shapes_by_group):
+    """The ZeRO-1/2 layout of every rank's records; a message, or None."""
+    dp = len(files)
+    for g, shapes in enumerate(shapes_by_group):
+        sizes = [int(torch.Size(shape).numel()) for shape in shapes.values()]
+        total = sum(sizes)
+        partition = -(-total // (2 * dp)) * 2 * dp // dp
+        for rank, (path, state) in enumerate(zip(files, states)):
+            begin, end = rank * partition, (rank + 1) * partition
+            padding = end - min(max(total, begin), end)
+            if state["group_paddings"][g] != padding:
+                return f"{path}: group {g} padding {state['group_paddings'][g]}, not {padding}"
+            expected, offset = {}, 0
+            for name, size in zip(shapes, sizes):
+                lo, hi = max(begin, offset), min(end, offset + size)
+                if lo < hi:
+                    expected[name] = (hi - lo, lo - begin)
+                offset += size
+            mapping = {name: (a.numel, a.start)
+                       for name, a in state["param_slice_mappings"][g].items()}
+            if mapping != expected:
+                return f"{path}: group {g} slices {mapping}, not {expected}"
+            fp32 = state["single_partition_of_fp32_groups"][g].numel()
+            bf16_optimizer = "zero_stage" not in state
+            if fp32 != partition - (0 if bf16_optimizer else padding):
+                return f"{path}: group {g} fp32 partition of {fp32} elements"
+            for moment in ("exp_avg", "exp_avg_sq"):
+                held = state["base_optimizer_state"]["state"].get(g, {})
+                if moment in held and held[moment].numel() != partition:
+                    return f"{path}: group {g} {moment} of {held[moment].numel()} elements, not {partition}"
+    return None
+
+
 def main(checkpoint, universal):
     files = glob.glob(os.path.join(checkpoint, "*zero_pp_rank_*_optim_states.pt"))
     rank = re.compile(r"zero_pp_rank_(\d+)_mp_rank_00_optim_states\.pt$")
@@ -63,8 +100,12 @@ def main(checkpoint, universal):
               for name, shape in group.items()}
     fragments = {}  # (name, state) -> fragments in DP order
     steps = {}
-    for path in files:
-        states = load(path)["optimizer_state_dict"]
+    loaded = [load(path)["optimizer_state_dict"] for path in files]
+    difference = check_layout(files, loaded, model["param_shapes"])
+    if difference:
+        print(difference)
+        return 1
+    for states in loaded:
         base = states["base_optimizer_state"]["state"]
         for g, mapping in enumerate(states["param_slice_mappings"]):
             flat = {"fp32": states["single_partition_of_fp32_groups"][g],

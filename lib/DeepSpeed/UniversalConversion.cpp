@@ -345,8 +345,7 @@ Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
     shards[rank] = static_cast<const char *>(data);
   // The converter asserts that replicated TP shards are equal; so do we.
   if (Error error = checkReplicas(param.map, shards, 4))
-    return makeError("parameter '" + param.name + "', " + getStateName(state) +
-                     ": " + llvm::toString(std::move(error)));
+    return makeError(getStateName(state), llvm::toString(std::move(error)));
   if (Error error = writeTensor(std::move(run), plan.bytes, **writer))
     return error;
   for (int64_t rank = 0; rank < ranks; ++rank)

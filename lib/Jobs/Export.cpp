@@ -193,8 +193,7 @@ Error Exporter::writeTensor(const ExportTensor &tensor, OutputFile &out,
   for (const auto &[rank, data] : run.buffers.sources)
     shards[rank] = static_cast<const char *>(data);
   if (Error error = checkReplicas(from.map, shards, getElementSize(run.type)))
-    return makeError("parameter '" + from.name +
-                     "': " + llvm::toString(std::move(error)));
+    return error;
   int64_t at = dataStart + tensor.offset;
   auto release = source.getReleaser(tensor.index, tensor.state);
   // Runs of the shards go out as they lie.

@@ -23,7 +23,9 @@ try:
 except ImportError:
     numpy = None
 
-_STATE_POWERS = {"fp32": 1, "param": 1, "exp_avg": -1, "exp_avg_sq": -2}
+# The state of a tensor -> the power of the scale it carries (fp32 and
+# param 1, exp_avg -1, exp_avg_sq -2): the C++ core's one table.
+_STATE_POWERS = _core.state_scale_powers
 
 _TORCH_TYPES = {}
 if torch is not None:

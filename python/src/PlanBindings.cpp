@@ -10,6 +10,7 @@
 
 #include "Bindings.h"
 #include "ucp/Analysis/MapVerifier.h"
+#include "ucp/Checkpoint/CheckpointModel.h"
 #include "ucp/Checkpoint/Invariants.h"
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 #include "ucp/Engine/CpuExecutor.h"
@@ -168,6 +169,12 @@ static void bindPlanTypes(py::module_ &m) {
 
 void ucp::python::bindPlans(py::module_ &m) {
   bindPlanTypes(m);
+  // The one table of states and the scale powers they carry.
+  py::dict powers;
+  for (TensorState state : {TensorState::Master, TensorState::ExpAvg,
+                            TensorState::ExpAvgSq, TensorState::Weight})
+    powers[py::str(getStateName(state).str())] = getScalePower(state);
+  m.attr("state_scale_powers") = powers;
   m.def("compose", &compose, py::arg("sources"), py::arg("targets"),
         py::arg("policy") = "local", py::arg("ranks_per_node") = 8,
         py::arg("source_processes") = std::vector<int64_t>(),

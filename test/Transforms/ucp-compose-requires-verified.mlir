@@ -1,4 +1,4 @@
-// RUN: split-file %s %t
+// RUN: rm -rf %t && split-file %s %t
 // Compose and lower require verified maps: a hole in the source would
 // otherwise become a fill of zeros in place of real data. Each refusal
 // reports the violation as --ucp-verify does, and nothing is written.

@@ -2,10 +2,18 @@
 
 import math
 
+import numpy
 import pytest
 
 import affine_ucp as u
 from conftest import same_shape_pair
+
+
+def _writes(shape, offset, strides):
+    """The flat offsets a strided view of `shape` touches, in order."""
+    index = numpy.indices(shape).reshape(len(shape), -1) if shape else \
+        numpy.zeros((0, 1), dtype=int)
+    return offset + (numpy.array(strides, dtype=int)[:, None] * index).sum(0)
 
 
 def test_segments_write_every_target_element_once(rng):
@@ -13,10 +21,18 @@ def test_segments_write_every_target_element_once(rng):
         a, b = same_shape_pair(rng)
         for policy in ("lowest", "local", "node", "balance"):
             [plan] = u.compose([a], [b], policy, ranks_per_node=2)
-            written = sum(math.prod(s.shape) for s in plan.segments) + \
-                sum(math.prod(f.shape) for f in plan.fills)
-            assert written == sum(math.prod(s) for s in
-                                  plan.target_shards.values())
+            counts = {rank: numpy.zeros(math.prod(shape), dtype=int)
+                      for rank, shape in plan.target_shards.items()}
+            for s in plan.segments:
+                numpy.add.at(counts[s.target_rank],
+                             _writes(s.shape, s.target_offset,
+                                     s.target_strides), 1)
+            for f in plan.fills:
+                numpy.add.at(counts[f.rank],
+                             _writes(f.shape, f.target_offset,
+                                     f.target_strides), 1)
+            for rank, count in counts.items():
+                assert (count == 1).all(), (policy, rank, count)
             assert (plan.source_world, plan.target_world) == \
                 (a.world_size, b.world_size)
 

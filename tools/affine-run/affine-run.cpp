@@ -13,6 +13,7 @@
 
 #include "DeepSpeedCommands.h"
 #include "MpiRun.h"
+#include "ucp/Checkpoint/CheckpointModel.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
@@ -93,8 +94,8 @@ static cl::opt<std::string> device(
     cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<std::string>
     state("state",
-          cl::desc("what the tensors are: fp32 (parameters, scale power 1), "
-                   "exp_avg (-1) or exp_avg_sq (-2)"),
+          cl::desc("what the tensors are: fp32 or param (parameters, scale "
+                   "power 1), exp_avg (-1) or exp_avg_sq (-2)"),
           cl::init(""), cl::sub(extractCommand), cl::sub(rebuildCommand),
           cl::sub(reshardCommand), cl::cat(category));
 static cl::opt<int>
@@ -454,15 +455,11 @@ static llvm::Expected<TransferOptions> getOptions() {
   options.ignoreExtraTensors = ignoreExtra;
   options.scalePower = scalePower;
   if (!state.empty()) {
-    if (state == "fp32")
-      options.scalePower = 1;
-    else if (state == "exp_avg")
-      options.scalePower = -1;
-    else if (state == "exp_avg_sq")
-      options.scalePower = -2;
-    else
-      return refuseOption("unknown --state '" + state +
-                          "'; expected fp32, exp_avg or exp_avg_sq");
+    std::optional<TensorState> named = parseStateName(state);
+    if (!named)
+      return refuseOption("unknown --state '" + state + "'; expected " +
+                          listStateNames());
+    options.scalePower = getScalePower(*named);
     // Both say what the tensors are; a disagreement is not guessed away.
     if (scalePower.getNumOccurrences() && options.scalePower != scalePower)
       return refuseOption("--state " + state + " means scale power " +
