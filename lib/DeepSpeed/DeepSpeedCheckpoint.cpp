@@ -9,6 +9,7 @@
 
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 #include "DeepSpeedReader.h"
+#include "ucp/Engine/Executor.h"
 #include "ucp/Formats/Json/LegacyDocument.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Layout/LegacyMetadata.h"

@@ -139,9 +139,8 @@ Error Retargeter::plan() {
       targets.push_back(std::move(*map));
       weights.push_back(tpMaps[p]);
     }
-  ReplicaPolicy policy;
-  policy.kind = ReplicaPolicy::Lowest;
-  Expected<TransferPrograms> planned = planTransfers(sources, targets, policy);
+  Expected<TransferPrograms> planned =
+      planTransfers(sources, targets, {ReplicaPolicy::Lowest});
   if (!planned)
     return planned.takeError();
   programs = std::move(*planned);
@@ -153,7 +152,7 @@ Error Retargeter::plan() {
         return error;
   if (rebuildsWeights()) {
     Expected<TransferPrograms> planned =
-        planTransfers(sources, weights, policy);
+        planTransfers(sources, weights, {ReplicaPolicy::Lowest});
     if (!planned)
       return planned.takeError();
     weightPrograms = std::move(*planned);

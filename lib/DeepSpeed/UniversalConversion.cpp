@@ -189,9 +189,8 @@ Error UniversalConverter::plan() {
     return error;
   // The lowest holder of a replicated block is TP rank 0, whose copy the
   // converter keeps (after checking that the others equal it).
-  ReplicaPolicy policy;
-  policy.kind = ReplicaPolicy::Lowest;
-  Expected<TransferPrograms> planned = planTransfers(sources, targets, policy);
+  Expected<TransferPrograms> planned =
+      planTransfers(sources, targets, {ReplicaPolicy::Lowest});
   if (!planned)
     return planned.takeError();
   programs = std::move(*planned);

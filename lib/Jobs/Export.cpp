@@ -153,9 +153,8 @@ Error Exporter::plan() {
   }
   // The lowest holder of a replicated block (TP rank 0), after every copy
   // has been compared with it.
-  ReplicaPolicy policy;
-  policy.kind = ReplicaPolicy::Lowest;
-  Expected<TransferPrograms> planned = planTransfers(sources, targets, policy);
+  Expected<TransferPrograms> planned =
+      planTransfers(sources, targets, {ReplicaPolicy::Lowest});
   if (!planned)
     return planned.takeError();
   programs = std::move(*planned);

@@ -28,11 +28,10 @@
 #define UCP_DEEPSPEED_DEEPSPEEDCHECKPOINT_H
 
 #include "ucp/Checkpoint/CheckpointModel.h"
-#include "ucp/Engine/Executor.h"
 #include "ucp/Formats/Torch/TorchFile.h"
 #include "ucp/Layout/LegacyMetadata.h"
-
 #include "ucp/Map/ParamMap.h"
+
 #include "llvm/Support/JSON.h"
 
 #include <array>
