@@ -72,6 +72,7 @@ ProgramRun CheckpointSource::getRun(size_t index, TensorState state,
   ProgramRun run{
       &program, {}, *tensor.getType(state), getScalePower(state), tensor.name};
   for (const Shard &shard : tensor.map.shards)
-    run.buffers.sources[shard.rank] = getShard(index, state, shard.rank);
+    if (const char *data = getShard(index, state, shard.rank))
+      run.buffers.sources[shard.rank] = data;
   return run;
 }

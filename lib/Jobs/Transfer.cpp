@@ -5,6 +5,7 @@
 #include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Engine/CudaExecutor.h"
 #include "ucp/Formats/Safetensors/Safetensors.h"
+#include "ucp/Formats/Safetensors/ShardFiles.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Plan/CopyProgram.h"
@@ -88,24 +89,6 @@ static std::string describeStrayFiles(const TransferSide &side,
          (world == 1 ? " rank" : " ranks") + " of the " + role.str() + " map";
 }
 
-/// Whether a file's tensor of shape `a` can be read as a shard of shape `b`
-/// (or the reverse) with as many elements: the same extents once those of 1
-/// are dropped, or one of them flat, as flattened (ZeRO) buffers are. Other
-/// shapes mean that the file's writer saw another layout, for example a
-/// transposed weight, which the same bytes read row-major would scramble.
-static bool isSameShapeOrFlat(llvm::ArrayRef<int64_t> a,
-                              llvm::ArrayRef<int64_t> b) {
-  auto squeeze = [](llvm::ArrayRef<int64_t> shape) {
-    Extents extents;
-    llvm::copy_if(shape, std::back_inserter(extents),
-                  [](int64_t extent) { return extent != 1; });
-    return extents;
-  };
-  Extents squeezedA = squeeze(a), squeezedB = squeeze(b);
-  return squeezedA == squeezedB || squeezedA.size() <= 1 ||
-         squeezedB.size() <= 1;
-}
-
 namespace {
 
 /// A parameter's maps on both sides, its program and its element type.
@@ -113,9 +96,9 @@ struct ParamJob {
   const ParamMap *source;
   const ParamMap *target;
   const CopyProgram *program;
-  /// Known once a file holding a shard of it has been read (with a group,
-  /// once the processes have agreed on it).
-  std::optional<DType> dtype;
+  /// Known once the source files have been read (with a group, once the
+  /// processes have agreed on it).
+  DType dtype = DType::F32;
 };
 
 /// One run of runTransfer, step by step: every check before any output
@@ -129,7 +112,6 @@ public:
   llvm::Error pairJobs(const TransferPrograms &programs);
   llvm::Error checkFolders();
   llvm::Error openSources();
-  llvm::Error checkSourceTensors();
   llvm::Error agreeOnTypes();
   llvm::Error checkFactorsFit();
   llvm::Error createOutputs();
@@ -141,7 +123,6 @@ public:
   TransferStats stats;
 
 private:
-  llvm::Error checkJobTensors(ParamJob &job);
   bool holdsSource(int64_t rank) const {
     return !options.group || options.group->holdsSource(rank);
   }
@@ -153,7 +134,9 @@ private:
   const TransferSide &target;
   const TransferOptions &options;
   std::vector<ParamJob> jobs;
-  std::map<int64_t, std::unique_ptr<SafetensorsReader>> readers;
+  /// The source files, read as a checkpoint; its tensors are the source
+  /// maps, in order, as the jobs are.
+  std::unique_ptr<ShardFilesCheckpoint> sources;
   std::map<int64_t, std::unique_ptr<SafetensorsWriter>> writers;
   /// Output folders this run made, removed again unless it succeeds.
   std::vector<std::string> createdFolders;
@@ -226,122 +209,45 @@ llvm::Error TransferRun::checkFolders() {
 }
 
 llvm::Error TransferRun::openSources() {
-  // Every rank file of the side this process holds: those a shard needs
-  // must exist, and the others are read too when present, so that a tensor
-  // no map describes is found wherever it is.
-  std::set<int64_t> neededRanks;
-  for (const ParamJob &job : jobs)
-    for (const Shard &shard : job.source->shards)
-      neededRanks.insert(shard.rank);
-  for (const auto &[rank, path] : source.files) {
-    if (!holdsSource(rank) ||
-        (!neededRanks.count(rank) && !llvm::sys::fs::exists(path)))
-      continue;
-    Expected<std::unique_ptr<SafetensorsReader>> reader =
-        SafetensorsReader::open(path);
-    if (!reader)
-      return reader.takeError();
-    readers[rank] = std::move(*reader);
-  }
-  return llvm::Error::success();
-}
-
-llvm::Error TransferRun::checkJobTensors(ParamJob &job) {
-  std::optional<DType> &dtype = job.dtype;
-  for (const Shard &shard : job.source->shards) {
-    if (!holdsSource(shard.rank))
-      continue;
-    auto reader = readers.find(shard.rank);
-    if (reader == readers.end())
-      return makeError("parameter '" + job.source->name + "': rank " +
-                       std::to_string(shard.rank) + " has no file");
-    const TensorInfo *tensor = reader->second->find(job.source->name);
-    if (!tensor)
-      return makeError(reader->second->getPath() + ": parameter '" +
-                       job.source->name + "' of " + source.mapOrigin +
-                       " is not in the file");
-    int64_t elements = getNumElements(shard.shape).value_or(0);
-    bool sameCount = getNumElements(tensor->shape).value_or(-1) == elements;
-    if (!sameCount || !isSameShapeOrFlat(tensor->shape, shard.shape))
-      return makeError(reader->second->getPath() + ": tensor '" + tensor->name +
-                       "' has shape " + formatList(tensor->shape) +
-                       " but the shard of rank " + std::to_string(shard.rank) +
-                       " in " + source.mapOrigin + " is " +
-                       formatList(shard.shape) +
-                       (sameCount ? " (as many elements in another shape: a "
-                                    "transposed tensor, or another layout?)"
-                                  : ""));
-    if (dtype && *dtype != tensor->dtype)
-      return makeError("parameter '" + job.source->name + "' is " +
-                       getSafetensorsName(*dtype).str() + " on one rank and " +
-                       getSafetensorsName(tensor->dtype).str() + " on rank " +
-                       std::to_string(shard.rank));
-    dtype = tensor->dtype;
-    stats.bytesRead += tensor->end - tensor->begin;
-  }
-  return llvm::Error::success();
-}
-
-llvm::Error TransferRun::checkSourceTensors() {
-  for (ParamJob &job : jobs)
-    if (llvm::Error error = checkJobTensors(job))
-      return error;
-  if (options.ignoreExtraTensors)
-    return llvm::Error::success();
-  // Every tensor of every file is some shard of the map: a rank's file may
-  // hold only the parameters the map gives that rank a shard of.
-  std::set<std::pair<int64_t, llvm::StringRef>> mapped;
-  for (const ParamJob &job : jobs)
-    for (const Shard &shard : job.source->shards)
-      mapped.insert({shard.rank, job.source->name});
-  for (const auto &[rank, reader] : readers)
-    for (const TensorInfo &tensor : reader->getTensors())
-      if (!mapped.count({rank, tensor.name}))
-        return makeError(reader->getPath() + ": tensor '" + tensor.name +
-                         "' is " +
-                         (llvm::any_of(jobs,
-                                       [&](const ParamJob &job) {
-                                         return job.source->name == tensor.name;
-                                       })
-                              ? "in the map, but the map gives rank " +
-                                    std::to_string(rank) + " no shard of it"
-                              : std::string("not in the map")) +
-                         " (--ignore-extra-tensors copies nothing for it)");
+  Expected<std::unique_ptr<ShardFilesCheckpoint>> opened =
+      ShardFilesCheckpoint::open(
+          source.maps, source.files,
+          {source.mapOrigin, options.ignoreExtraTensors,
+           [this](int64_t rank) { return holdsSource(rank); }});
+  if (!opened)
+    return opened.takeError();
+  sources = std::move(*opened);
+  stats.bytesRead = sources->getBytesRead();
   return llvm::Error::success();
 }
 
 llvm::Error TransferRun::agreeOnTypes() {
-  if (!options.group) {
-    for (ParamJob &job : jobs)
-      job.dtype = job.dtype.value_or(DType::F32);
-    return llvm::Error::success();
-  }
   // Each process knows the types of the shards it read: per parameter, the
   // largest code and the largest negated code, so that a disagreement
-  // shows as two different codes.
+  // shows as two different codes. A parameter no process holds a shard of
+  // is F32, as in one process.
   std::vector<int64_t> codes;
-  for (const ParamJob &job : jobs) {
-    int64_t code = job.dtype ? static_cast<int64_t>(*job.dtype) : -1;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    std::optional<DType> read = sources->getReadType(i);
+    int64_t code = read ? static_cast<int64_t>(*read) : -1;
     codes.push_back(code);
-    codes.push_back(job.dtype ? -code : std::numeric_limits<int64_t>::min());
+    codes.push_back(read ? -code : std::numeric_limits<int64_t>::min());
   }
-  if (llvm::Error error =
-          options.group->reduce(codes, ProcessGroup::Reduction::Max))
-    return error;
+  if (options.group)
+    if (llvm::Error error =
+            options.group->reduce(codes, ProcessGroup::Reduction::Max))
+      return error;
   for (auto [i, job] : llvm::enumerate(jobs)) {
     int64_t highest = codes[2 * i];
-    if (highest < 0) { // No shard anywhere: as in one process.
-      job.dtype = DType::F32;
-      continue;
-    }
     int64_t lowest = -codes[2 * i + 1];
-    if (highest != lowest)
+    if (highest >= 0 && highest != lowest)
       return makeError("parameter '" + job.source->name + "' is " +
                        getSafetensorsName(static_cast<DType>(lowest)).str() +
                        " on some processes' ranks and " +
                        getSafetensorsName(static_cast<DType>(highest)).str() +
                        " on others'");
-    job.dtype = static_cast<DType>(highest);
+    job.dtype = highest < 0 ? DType::F32 : static_cast<DType>(highest);
+    sources->setType(i, job.dtype);
   }
   return llvm::Error::success();
 }
@@ -351,14 +257,14 @@ llvm::Error TransferRun::checkFactorsFit() {
     for (const TransferSide *side : {&source, &target}) {
       const ParamMap &map = side == &source ? *job.source : *job.target;
       if (llvm::Error error =
-              checkScalesFit(map, *job.dtype, options.scalePower))
+              checkScalesFit(map, job.dtype, options.scalePower))
         return makeError(side->mapOrigin + ": " +
                          llvm::toString(std::move(error)));
     }
     if (llvm::Error error =
             checkScalePower(*job.program, job.source->name, options.scalePower))
       return error;
-    if (llvm::Error error = checkFactors(*job.program, *job.dtype,
+    if (llvm::Error error = checkFactors(*job.program, job.dtype,
                                          job.source->name, options.scalePower))
       return error;
   }
@@ -381,7 +287,7 @@ llvm::Error TransferRun::createOutputs() {
   for (const ParamJob &job : jobs)
     for (const Shard &shard : job.target->shards)
       tensorsByRank[shard.rank].push_back(
-          {job.target->name, *job.dtype, shard.shape, 0, 0});
+          {job.target->name, job.dtype, shard.shape, 0, 0});
   for (const auto &[rank, path] : target.files) {
     if (!holdsTarget(rank))
       continue;
@@ -401,10 +307,13 @@ llvm::Error TransferRun::execute() {
                        : options.device == TransferOptions::Device::Cuda
                            ? static_cast<Executor &>(gpu)
                            : cpu;
+  // The source shards this process holds, bound to its runs; each run at
+  // the power of the scale the tensors carry.
   std::vector<ProgramRun> runs;
-  for (const ParamJob &job : jobs)
-    runs.push_back(
-        {job.program, {}, *job.dtype, options.scalePower, job.source->name});
+  for (auto [i, job] : llvm::enumerate(jobs)) {
+    runs.push_back(sources->getRun(i, TensorState::Weight, *job.program));
+    runs.back().scalePower = options.scalePower;
+  }
   // On the GPU, one compiled module per element type.
   if (llvm::Error error = executor.prepare(runs))
     return error;
@@ -416,13 +325,8 @@ llvm::Error TransferRun::execute() {
   for (auto [i, job] : llvm::enumerate(jobs)) {
     ProgramRun &run = runs[i];
     std::map<int64_t, const char *> sourceData;
-    for (const Shard &shard : job.source->shards) {
-      if (!holdsSource(shard.rank))
-        continue;
-      const SafetensorsReader &reader = *readers.at(shard.rank);
-      sourceData[shard.rank] = reader.getData(*reader.find(job.source->name));
-      run.buffers.sources[shard.rank] = sourceData[shard.rank];
-    }
+    for (const auto &[rank, data] : run.buffers.sources)
+      sourceData[rank] = static_cast<const char *>(data);
     if (options.checkReplicas)
       if (llvm::Error error =
               checkReplicas(*job.source, sourceData, getElementSize(run.type)))
@@ -519,10 +423,9 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   using Step = llvm::Error (TransferRun::*)();
   for (Step step :
        {&TransferRun::checkFolders, &TransferRun::openSources,
-        &TransferRun::checkSourceTensors, &TransferRun::agreeOnTypes,
-        &TransferRun::checkFactorsFit, &TransferRun::createOutputs,
-        &TransferRun::execute, &TransferRun::flush, &TransferRun::commit,
-        &TransferRun::sumStats})
+        &TransferRun::agreeOnTypes, &TransferRun::checkFactorsFit,
+        &TransferRun::createOutputs, &TransferRun::execute, &TransferRun::flush,
+        &TransferRun::commit, &TransferRun::sumStats})
     if (llvm::Error error = agree((run.*step)()))
       return std::move(error);
   run.stats.seconds =

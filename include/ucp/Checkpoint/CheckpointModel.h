@@ -103,7 +103,8 @@ public:
   /// Its tensors, trainable ones first, in the order the format keeps them.
   virtual llvm::ArrayRef<CheckpointTensor> getTensors() const = 0;
   /// The bytes of shard `rank` of `state` of tensor `index`: its elements
-  /// in row-major order of the shard's shape, of the state's type.
+  /// in row-major order of the shard's shape, of the state's type; null
+  /// where this process does not hold the rank (a process group's).
   virtual const char *getShard(size_t index, TensorState state,
                                int64_t rank) const = 0;
   /// Done reading the bytes [data, data + bytes) of that shard: their
@@ -122,7 +123,8 @@ public:
   virtual llvm::Error checkComplete() const { return llvm::Error::success(); }
 
   /// A run of `program` (planned from tensor `index`'s map) moving `state`:
-  /// every shard as a source, at the state's scale power.
+  /// every shard this process holds as a source, at the state's scale
+  /// power.
   ProgramRun getRun(size_t index, TensorState state,
                     const CopyProgram &program) const;
   /// Calls releaseShard for the source bytes a program has read.

@@ -5,10 +5,11 @@
 // by target maps in target files. Extract's source (and rebuild's target)
 // is the full tensor, one rank holding all of F. The copy programs come
 // from the planner (ucp/Plan/Planner.h: maps verified, composed and
-// lowered); the job checks the files against the maps and runs each
-// program on an executor (the CPU, the GPU or a process group) straight
-// from the memory-mapped inputs into the memory-mapped outputs, so the only
-// memory used beyond the files is the plan. Outputs are written under temporary
+// lowered); the source files are read as a checkpoint
+// (ShardFilesCheckpoint, checked against the maps) and each program runs
+// on an executor (the CPU, the GPU or a process group) straight from the
+// memory-mapped inputs into the memory-mapped outputs, so the only memory
+// used beyond the files is the plan. Outputs are written under temporary
 // names and renamed only when every parameter succeeded.
 //
 //===----------------------------------------------------------------------===//
