@@ -2,6 +2,7 @@
 
 #include "ucp/Formats/Torch/Pickle.h"
 #include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/Support/Format.h"
@@ -46,17 +47,62 @@ llvm::StringRef PickleDocument::describe(PickleRef ref) const {
   return "a value";
 }
 
+/// Dicts of at least this many items (keys and values) are indexed; a
+/// scan of smaller ones is as fast.
+static constexpr size_t kIndexedDictSize = 32;
+
 std::optional<PickleRef> PickleDocument::lookup(PickleRef dict,
                                                 llvm::StringRef key) const {
   const PickleValue &value = values[dict];
   if (value.kind != PickleValue::Dict)
     return std::nullopt;
+  if (value.items.size() >= kIndexedDictSize) {
+    auto index = dictIndex.find(dict);
+    assert(index != dictIndex.end() && "a large dict left unindexed");
+    auto it = index->second.find(key);
+    if (it == index->second.end())
+      return std::nullopt;
+    return it->second;
+  }
   for (size_t i = 0; i + 1 < value.items.size(); i += 2) {
     const PickleValue &k = values[value.items[i]];
     if (k.kind == PickleValue::String && k.text == key)
       return value.items[i + 1];
   }
   return std::nullopt;
+}
+
+llvm::Error PickleDocument::indexDicts() {
+  dictIndex.clear();
+  auto twice = [](llvm::StringRef key) {
+    return makeError("the pickle's dict holds the key '" + key +
+                     "' twice; Python would keep the last value, this reader "
+                     "refuses rather than pick one");
+  };
+  for (PickleRef ref = 0; ref < values.size(); ++ref) {
+    const PickleValue &value = values[ref];
+    if (value.kind != PickleValue::Dict)
+      continue;
+    if (value.items.size() < kIndexedDictSize) {
+      for (size_t i = 0; i + 1 < value.items.size(); i += 2) {
+        const PickleValue &k = values[value.items[i]];
+        for (size_t j = 0; j < i && k.kind == PickleValue::String; j += 2) {
+          const PickleValue &earlier = values[value.items[j]];
+          if (earlier.kind == PickleValue::String && earlier.text == k.text)
+            return twice(k.text);
+        }
+      }
+      continue;
+    }
+    llvm::StringMap<PickleRef> &index = dictIndex[ref];
+    for (size_t i = 0; i + 1 < value.items.size(); i += 2) {
+      const PickleValue &k = values[value.items[i]];
+      if (k.kind == PickleValue::String &&
+          !index.try_emplace(k.text, value.items[i + 1]).second)
+        return twice(k.text);
+    }
+  }
+  return llvm::Error::success();
 }
 
 namespace {

@@ -483,14 +483,21 @@ Error Unpickler::checkTree() const {
   std::vector<unsigned> height(document.values.size(), 0);
   std::vector<std::pair<PickleRef, size_t>> path = {{document.root, 0}};
   color[document.root] = Gray;
-  auto children = [&](PickleRef ref) -> llvm::SmallVector<PickleRef, 2> {
+  // A value's children are its items, then its fields, then its storage;
+  // read in place, since copying them on every step is quadratic in the
+  // size of a container.
+  auto childCount = [&](PickleRef ref) {
     const PickleValue &v = document.values[ref];
-    llvm::SmallVector<PickleRef, 2> refs(v.items.begin(), v.items.end());
-    if (v.fields != 0)
-      refs.push_back(v.fields);
-    if (v.kind == PickleValue::Tensor)
-      refs.push_back(v.storage);
-    return refs;
+    return v.items.size() + (v.fields != 0) +
+           (v.kind == PickleValue::Tensor);
+  };
+  auto childAt = [&](PickleRef ref, size_t index) {
+    const PickleValue &v = document.values[ref];
+    if (index < v.items.size())
+      return v.items[index];
+    if (index == v.items.size() && v.fields != 0)
+      return v.fields;
+    return v.storage;
   };
   auto tooDeep = [] {
     return makeError("the pickle's values nest deeper than " +
@@ -498,17 +505,17 @@ Error Unpickler::checkTree() const {
   };
   while (!path.empty()) {
     auto &[ref, next] = path.back();
-    llvm::SmallVector<PickleRef, 2> refs = children(ref);
-    if (next == refs.size()) {
-      for (PickleRef child : refs)
-        height[ref] = std::max(height[ref], height[child] + 1);
+    size_t count = childCount(ref);
+    if (next == count) {
+      for (size_t i = 0; i < count; ++i)
+        height[ref] = std::max(height[ref], height[childAt(ref, i)] + 1);
       if (height[ref] >= kMaxNestingDepth)
         return tooDeep();
       color[ref] = Black;
       path.pop_back();
       continue;
     }
-    PickleRef child = refs[next++];
+    PickleRef child = childAt(ref, next++);
     if (color[child] == Gray)
       return makeError("the pickle's values contain themselves");
     if (color[child] == Black)
@@ -535,6 +542,8 @@ Expected<PickleDocument> Unpickler::run() {
                      std::to_string(bytes.size() - offset) +
                      " bytes past its STOP opcode");
   if (Error error = checkTree())
+    return std::move(error);
+  if (Error error = document.indexDicts())
     return std::move(error);
   llvm::sort(document.opaqueGlobals);
   document.opaqueGlobals.erase(

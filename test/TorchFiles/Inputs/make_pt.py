@@ -263,6 +263,24 @@ def main(folder):
         f.write(data[: len(data) // 2])
     with open(os.path.join(folder, "not-a-zip.pt"), "wb") as f:
         f.write(b"\x80\x02N." * 10)
+    # Containers of 400,000 items, as Python's pickler writes them (a list
+    # by APPENDS, a dict by SETITEMS, a tuple) and a list by one APPEND per
+    # item: read in time proportional to their size.
+    items = range(400000)
+    large = {
+        "large-list": pickle.dumps(list(items), protocol=2),
+        "large-dict": pickle.dumps({"k%d" % i: i for i in items},
+                                   protocol=2),
+        "large-tuple": pickle.dumps(tuple(items), protocol=2),
+        "large-append": b"\x80\x02]" + b"".join(
+            b"J" + struct.pack("<i", i) + b"a" for i in items) + b".",
+    }
+    for name, pickled in large.items():
+        write(os.path.join(folder, name + ".pt"), pickled, {})
+    # A dict that sets one key twice: Python keeps the last value.
+    write(os.path.join(folder, "duplicate-key.pt"),
+          b"\x80\x02}(X\x01\x00\x00\x00aK\x01X\x01\x00\x00\x00aK\x02u.",
+          {})
     # An opaque global kept as a value and an opaque object: read, reported.
     write(os.path.join(folder, "opaque.pt"),
           b"\x80\x02}(X\x01\x00\x00\x00gcmymod\nHelper\nX\x01\x00\x00\x00o"

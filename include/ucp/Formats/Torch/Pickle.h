@@ -35,10 +35,12 @@
 
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Error.h"
 #include "llvm/Support/JSON.h"
 #include "llvm/Support/raw_ostream.h"
 
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -111,7 +113,8 @@ public:
   PickleRef size() const { return values.size(); }
   PickleRef getRoot() const { return root; }
 
-  /// Returns the value under the string `key` of the Dict `dict`, if any.
+  /// Returns the value under the string `key` of the Dict `dict`, if any;
+  /// constant time for large dicts.
   std::optional<PickleRef> lookup(PickleRef dict, llvm::StringRef key) const;
   /// The globals seen that are not allowed ("module.name"), sorted.
   const std::vector<std::string> &getOpaqueGlobals() const {
@@ -123,9 +126,16 @@ public:
 private:
   friend class Unpickler;
   friend class PickleBuilder;
-  std::vector<PickleValue> values;
+  /// Indexes the string keys of large dicts, once the values are final;
+  /// refuses a dict that holds a string key twice (Python keeps the last
+  /// value, a scan the first: neither is guessed).
+  llvm::Error indexDicts();
+  // A deque: values are large, and growing never moves them.
+  std::deque<PickleValue> values;
   PickleRef root = 0;
   std::vector<std::string> opaqueGlobals;
+  /// The string keys of each dict of at least kIndexedDictSize items.
+  llvm::DenseMap<PickleRef, llvm::StringMap<PickleRef>> dictIndex;
 };
 
 /// The name of torch's storage class of `type` (`FloatStorage`), if any.
