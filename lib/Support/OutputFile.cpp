@@ -3,6 +3,7 @@
 #include "ucp/Support/OutputFile.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
+#include "ucp/Support/Signals.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
@@ -308,10 +309,21 @@ OutputFolder::create(llvm::StringRef path) {
       return makeError(path, "cannot create a temporary folder beside it: " +
                                  ec.message());
   }
+  // An interrupted run (Ctrl-C, a batch system's SIGTERM) leaves nothing.
+  removeFolderOnSignal(folder->temporary, /*withContents=*/true);
+  for (const std::string &parent : folder->madeParents)
+    removeFolderOnSignal(parent, /*withContents=*/false);
   return folder;
 }
 
+void OutputFolder::keepOnSignal() {
+  dontRemoveFolderOnSignal(temporary);
+  for (const std::string &parent : madeParents)
+    dontRemoveFolderOnSignal(parent);
+}
+
 OutputFolder::~OutputFolder() {
+  keepOnSignal();
   if (committed)
     return;
   if (!temporary.empty())
@@ -328,9 +340,13 @@ llvm::Error OutputFolder::commit(bool durable) {
   if (fs::exists(path))
     return makeError(path, "appeared while the output was being written; "
                            "nothing was written");
-  if (std::error_code ec = fs::rename(temporary, path))
+  // From here the folder is the output: a signal leaves it.
+  keepOnSignal();
+  if (std::error_code ec = fs::rename(temporary, path)) {
+    removeFolderOnSignal(temporary, /*withContents=*/true);
     return makeError(path, "cannot rename the finished folder into place: " +
                                ec.message());
+  }
   committed = true;
   if (durable)
     if (std::error_code ec = syncFolder(getParent(path)))

@@ -1,23 +1,183 @@
 //===- Signals.cpp - Signal handlers for the tools ------------------------===//
+//
+// The folder removal runs inside a signal handler, so it uses only
+// async-signal-safe calls: the registered folders sit in a fixed table of
+// atomic pointers (no lock, no allocation in the handler), and a folder is
+// walked with openat, getdents64 and unlinkat on stack buffers, since
+// opendir and the C++ file system calls allocate.
+//
+//===----------------------------------------------------------------------===//
 
 #include "ucp/Support/Signals.h"
 
 #include "llvm/ADT/SmallVector.h"
-#include "llvm/ADT/StringRef.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Signals.h"
 
+#include <array>
+#include <atomic>
+#include <cerrno>
 #include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace {
+
+/// One registered folder: an absolute path, and whether its contents go.
+struct FolderEntry {
+  bool withContents;
+  char path[1]; // Allocated to hold the whole path.
+};
+
+/// The registered folders. An entry taken out of the table is never freed:
+/// a handler running on another thread may be reading it, and a process
+/// registers a handful.
+constexpr size_t kMaxFolders = 64;
+std::array<std::atomic<FolderEntry *>, kMaxFolders> registeredFolders;
+
+/// The interrupt signals, and the handlers LLVM installed for them.
+constexpr std::array<int, 5> kInterruptSignals = {SIGHUP, SIGINT, SIGTERM,
+                                                 SIGUSR2, SIGPIPE};
+std::array<struct sigaction, kInterruptSignals.size()> llvmHandlers;
+
+/// Deepest folder level walked; outputs nest a few levels.
+constexpr int kMaxDepth = 32;
+
+/// Removes `name` in the folder `parent`: a file, or a folder with all it
+/// holds.
+void removeEntry(int parent, const char *name, int depth) {
+  if (::unlinkat(parent, name, 0) == 0 || (errno != EISDIR && errno != EPERM))
+    return;
+  int folder = ::openat(parent, name,
+                        O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (folder < 0)
+    return;
+  // Entries removed while the folder is read may hide others: read it
+  // again until a pass finds nothing.
+  for (bool removed = true; removed && depth < kMaxDepth;) {
+    removed = false;
+    alignas(8) char buffer[2048];
+    if (::lseek(folder, 0, SEEK_SET) != 0)
+      break;
+    for (;;) {
+      long bytes = ::syscall(SYS_getdents64, folder, buffer, sizeof(buffer));
+      if (bytes <= 0)
+        break;
+      for (long at = 0; at < bytes;) {
+        // struct linux_dirent64: inode, offset, record length, type, name.
+        unsigned short length;
+        std::memcpy(&length, buffer + at + 16, sizeof(length));
+        const char *entry = buffer + at + 19;
+        at += length;
+        if (std::strcmp(entry, ".") == 0 || std::strcmp(entry, "..") == 0)
+          continue;
+        removeEntry(folder, entry, depth + 1);
+        removed = true;
+      }
+    }
+  }
+  ::close(folder);
+  ::unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+/// Removes the folders registered with their contents, then the empty ones
+/// (parents made for them): as many passes as there are, since a parent
+/// empties only once its child is gone.
+void removeRegisteredFolders() {
+  for (std::atomic<FolderEntry *> &slot : registeredFolders) {
+    FolderEntry *entry = slot.load();
+    if (entry && entry->withContents && slot.compare_exchange_strong(entry,
+                                                                     nullptr))
+      removeEntry(AT_FDCWD, entry->path, 0);
+  }
+  for (size_t pass = 0; pass < kMaxFolders; ++pass) {
+    bool removed = false;
+    for (std::atomic<FolderEntry *> &slot : registeredFolders) {
+      FolderEntry *entry = slot.load();
+      if (entry && ::rmdir(entry->path) == 0) {
+        slot.compare_exchange_strong(entry, nullptr);
+        removed = true;
+      }
+    }
+    if (!removed)
+      break;
+  }
+}
+
+/// Removes the registered folders, then runs LLVM's handler, which removes
+/// the registered files and ends the process by the signal.
+void handleInterrupt(int signal, siginfo_t *info, void *context) {
+  int savedErrno = errno;
+  removeRegisteredFolders();
+  errno = savedErrno;
+  for (size_t i = 0; i < kInterruptSignals.size(); ++i) {
+    if (kInterruptSignals[i] != signal)
+      continue;
+    const struct sigaction &next = llvmHandlers[i];
+    if (next.sa_flags & SA_SIGINFO)
+      return next.sa_sigaction(signal, info, context);
+    if (next.sa_handler != SIG_DFL && next.sa_handler != SIG_IGN)
+      return next.sa_handler(signal);
+  }
+  ::signal(signal, SIG_DFL);
+  ::raise(signal);
+}
+
+} // namespace
 
 void ucp::installSignalHandlers(const char *argv0) {
   llvm::SmallVector<int> ignored;
-  for (int signal : {SIGHUP, SIGINT, SIGTERM, SIGUSR2, SIGPIPE}) {
+  for (int signal : kInterruptSignals) {
     struct sigaction action;
     if (sigaction(signal, nullptr, &action) == 0 &&
         action.sa_handler == SIG_IGN)
       ignored.push_back(signal);
   }
-  // Installs the handlers for every signal, once per process.
+  // Installs LLVM's handlers for every signal, once per process.
   llvm::sys::PrintStackTraceOnErrorSignal(argv0);
-  for (int signal : ignored)
-    std::signal(signal, SIG_IGN);
+  for (size_t i = 0; i < kInterruptSignals.size(); ++i) {
+    int signal = kInterruptSignals[i];
+    if (llvm::is_contained(ignored, signal)) {
+      std::signal(signal, SIG_IGN);
+      continue;
+    }
+    struct sigaction ours = {};
+    ours.sa_sigaction = handleInterrupt;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    sigaction(signal, &ours, &llvmHandlers[i]);
+  }
+}
+
+void ucp::removeFolderOnSignal(llvm::StringRef path, bool withContents) {
+  llvm::SmallString<256> absolute(path);
+  if (llvm::sys::fs::make_absolute(absolute))
+    return;
+  auto *entry = static_cast<FolderEntry *>(
+      std::malloc(sizeof(FolderEntry) + absolute.size()));
+  if (!entry)
+    return;
+  entry->withContents = withContents;
+  std::memcpy(entry->path, absolute.c_str(), absolute.size() + 1);
+  for (std::atomic<FolderEntry *> &slot : registeredFolders) {
+    FolderEntry *empty = nullptr;
+    if (slot.compare_exchange_strong(empty, entry))
+      return;
+  }
+  // A full table: the folder is left to the next run's sweep.
+  std::free(entry);
+}
+
+void ucp::dontRemoveFolderOnSignal(llvm::StringRef path) {
+  llvm::SmallString<256> absolute(path);
+  if (llvm::sys::fs::make_absolute(absolute))
+    return;
+  for (std::atomic<FolderEntry *> &slot : registeredFolders) {
+    FolderEntry *entry = slot.load();
+    if (entry && absolute == entry->path)
+      slot.compare_exchange_strong(entry, nullptr);
+  }
 }

@@ -8,6 +8,7 @@
 
 #include "ucp/Support/Signals.h"
 #include "ucp/Formats/Safetensors/Safetensors.h"
+#include "ucp/Support/OutputFile.h"
 
 #include "llvm/Support/FileSystem.h"
 
@@ -64,6 +65,60 @@ TEST(SignalsDeathTest, IgnoredHangUpLeavesTheRunAlone) {
       },
       testing::ExitedWithCode(0), "");
   fs::remove_directories(getScratchFolder(getpid()));
+}
+
+/// Counts what `folder` holds, at any depth; -1 when it cannot be read.
+int countEntries(const std::string &folder) {
+  int entries = 0;
+  std::error_code ec;
+  for (fs::recursive_directory_iterator it(folder, ec), end; it != end && !ec;
+       it.increment(ec))
+    ++entries;
+  return ec ? -1 : entries;
+}
+
+/// In a death test's process: installs the handlers, starts an output
+/// folder two new levels down in a fresh folder, fills it with files and a
+/// nested folder as the DeepSpeed writers do, then raises `signal`. Exits
+/// with 2 on a set-up error, and with 0 if the run went on.
+[[noreturn]] void raiseWhileWritingFolder(int signal) {
+  installSignalHandlers("ucp-unit-tests");
+  std::string scratch = getScratchFolder(getppid());
+  if (fs::create_directories(scratch))
+    std::_Exit(2);
+  auto folder = OutputFolder::create(scratch + "/made/parent/out");
+  if (!folder)
+    std::_Exit(2);
+  std::string temporary = folder->get()->getTemporaryPath().str();
+  if (fs::create_directories(temporary + "/zero/embed.weight"))
+    std::_Exit(2);
+  for (const char *file : {"/zero/embed.weight/fp32.pt",
+                           "/zero/embed.weight/exp_avg.pt", "/mp_rank_00.pt"}) {
+    llvm::Error error =
+        writeOutputFile(temporary + file, [](llvm::raw_ostream &os) {
+          os << std::string(1 << 16, 'x');
+          return llvm::Error::success();
+        });
+    if (error) {
+      llvm::consumeError(std::move(error));
+      std::_Exit(2);
+    }
+  }
+  if (countEntries(scratch) < 6)
+    std::_Exit(2);
+  std::raise(signal);
+  std::_Exit(0);
+}
+
+TEST(SignalsDeathTest, InterruptRemovesTheUnfinishedFolderAndItsParents) {
+  for (int signal : {SIGINT, SIGTERM, SIGHUP}) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    EXPECT_EXIT(raiseWhileWritingFolder(signal),
+                testing::KilledBySignal(signal), "");
+    // The temporary folder, what it held and the parents made for it.
+    EXPECT_EQ(countEntries(getScratchFolder(getpid())), 0) << signal;
+    fs::remove_directories(getScratchFolder(getpid()));
+  }
 }
 
 TEST(SignalsDeathTest, HangUpRemovesUnfinishedOutputsAndEndsTheRun) {

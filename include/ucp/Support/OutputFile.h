@@ -90,9 +90,10 @@ writeOutputFile(llvm::StringRef path,
 /// it unless committed, renamed into place by commit(). The destination
 /// must not exist: a folder of outputs never replaces or merges into
 /// anything. Missing parent folders are made, and removed again (if still
-/// empty) unless the folder is committed. A run killed by a signal leaves the
-/// temporary folder (signal handlers remove files only); the next run writing
-/// beside it removes it, as it removes stale temporary files.
+/// empty) unless the folder is committed. An interrupt signal (see
+/// installSignalHandlers) removes both before the process ends; a run
+/// killed by SIGKILL leaves them, and the next run writing beside the
+/// temporary folder removes it, as it removes stale temporary files.
 class OutputFolder {
 public:
   static llvm::Expected<std::unique_ptr<OutputFolder>>
@@ -110,6 +111,8 @@ public:
 
 private:
   OutputFolder() = default;
+  /// Takes the folder and its made parents off the signal handler's list.
+  void keepOnSignal();
   std::string path;
   std::string temporary;
   /// The parent folders made for it, deepest first.
