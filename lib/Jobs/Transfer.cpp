@@ -377,8 +377,9 @@ llvm::Error TransferRun::commit() {
   if (!options.syncOutputs)
     return llvm::Error::success();
   std::set<std::string> folders;
+  // A device or pipe written in place has no folder entry to sync.
   for (const auto &[rank, path] : target.files)
-    if (holdsTarget(rank))
+    if (holdsTarget(rank) && llvm::sys::fs::is_regular_file(path))
       folders.insert(getParentFolder(path));
   for (const std::string &folder : createdFolders)
     folders.insert(getParentFolder(folder));

@@ -22,6 +22,15 @@ MappedOutputFile::create(llvm::StringRef path, uint64_t size) {
                            "needs a file, not standard output");
   file->output = std::move(*output);
   file->size = size;
+  if (file->output->isDirect()) {
+    // A device or pipe cannot be mapped: the bytes are gathered in memory
+    // and written in order when flushed.
+    file->buffer = llvm::WritableMemoryBuffer::getNewUninitMemBuffer(size);
+    if (!file->buffer)
+      return makeError(path, "cannot allocate " + std::to_string(size) +
+                                 " bytes to gather the output in");
+    return file;
+  }
   if (llvm::Error error = file->output->reserve(size))
     return std::move(error);
   if (size > 0) {
@@ -41,6 +50,12 @@ MappedOutputFile::~MappedOutputFile() {
 }
 
 llvm::Error MappedOutputFile::flush(bool durable) {
+  if (buffer) {
+    llvm::StringRef bytes(buffer->getBufferStart(), buffer->getBufferSize());
+    llvm::Error error = output->writeAt(0, bytes);
+    buffer.reset();
+    return error;
+  }
   if (!region)
     return llvm::Error::success();
   if (durable && ::msync(region->data(), region->size(), MS_SYNC) != 0)

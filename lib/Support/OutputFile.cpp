@@ -76,15 +76,19 @@ static void removeStaleTemporaries(llvm::StringRef folder) {
 }
 
 namespace {
-/// Where an output lands, and the permissions of the file it replaces.
+/// Where an output lands, and the permissions of the file it replaces;
+/// `direct` for a character device or a FIFO, written in place.
 struct Destination {
   std::string path;
   std::optional<mode_t> replacedMode;
+  bool direct = false;
 };
 } // namespace
 
 /// Resolves the destination of `path`: itself, or for a symbolic link the
-/// file it points to. Refuses what is not, or would not be, a regular file.
+/// file it points to. A character device or FIFO (`/dev/null`, a pipe of
+/// process substitution, `/dev/stdout` on a terminal or pipe) is written
+/// in place; any other kind of file that exists is refused.
 static llvm::Expected<Destination> resolveDestination(llvm::StringRef path) {
   llvm::SmallString<256> text(path);
   struct stat status;
@@ -102,21 +106,25 @@ static llvm::Expected<Destination> resolveDestination(llvm::StringRef path) {
   }
   std::string destination = path.str();
   if (S_ISLNK(status.st_mode)) {
-    llvm::SmallString<256> resolved;
-    if (fs::real_path(path, resolved))
+    // A link to a pipe (/dev/fd/N) resolves to no path, only to a kind.
+    if (::stat(text.c_str(), &status) != 0)
       return makeError(path, "is a symbolic link to a file that does not "
                              "exist; write to the file it should point to");
+    if (S_ISCHR(status.st_mode) || S_ISFIFO(status.st_mode))
+      return Destination{destination, std::nullopt, /*direct=*/true};
+    llvm::SmallString<256> resolved;
+    if (fs::real_path(path, resolved))
+      return makeError(path, "is a symbolic link that cannot be resolved");
     destination = resolved.str().str();
-    if (::stat(destination.c_str(), &status) != 0)
-      return makeError(path,
-                       std::string("cannot stat: ") + std::strerror(errno));
   }
+  if (S_ISCHR(status.st_mode) || S_ISFIFO(status.st_mode))
+    return Destination{destination, std::nullopt, /*direct=*/true};
   if (!S_ISREG(status.st_mode))
     return makeError(path, std::string("exists and is ") +
                                describeFileKind(status.st_mode) +
-                               ", not a regular file; outputs never replace "
-                               "anything else (write to '-' and redirect "
-                               "standard output instead)");
+                               "; an output replaces only a regular file, "
+                               "and writes in place only into a device or a "
+                               "pipe");
   return Destination{destination, status.st_mode & 07777};
 }
 
@@ -130,6 +138,16 @@ OutputFile::create(llvm::StringRef path) {
   if (!destination)
     return destination.takeError();
   file->destination = std::move(destination->path);
+  if (destination->direct) {
+    // No temporary and no rename: a device or pipe is not replaced.
+    file->descriptor =
+        ::open(file->destination.c_str(), O_WRONLY | O_CLOEXEC);
+    if (file->descriptor < 0)
+      return makeError(path, std::string("cannot open for writing: ") +
+                                 std::strerror(errno));
+    file->direct = true;
+    return file;
+  }
   llvm::StringRef folder = llvm::sys::path::parent_path(file->destination);
   removeStaleTemporaries(folder.empty() ? "." : folder);
 
@@ -169,6 +187,8 @@ llvm::raw_ostream &OutputFile::os() {
 }
 
 llvm::Error OutputFile::reserve(uint64_t size) {
+  if (direct)
+    return llvm::Error::success(); // A device or pipe has no size to set.
   if (std::error_code ec = fs::resize_file(descriptor, size))
     return makeError(path, "cannot size the output: " + ec.message());
 #if defined(__linux__)
@@ -185,6 +205,15 @@ llvm::Error OutputFile::writeAt(uint64_t offset, llvm::StringRef bytes) {
   while (!bytes.empty()) {
     ssize_t written = ::pwrite(descriptor, bytes.data(), bytes.size(),
                                static_cast<off_t>(offset));
+    // A pipe has no offsets: it takes bytes in order, or not at all.
+    if (written < 0 && errno == ESPIPE && direct) {
+      if (offset != streamed)
+        return makeError(path, "is a pipe, and this output is written out "
+                               "of order; write it to a regular file");
+      written = ::write(descriptor, bytes.data(), bytes.size());
+      if (written > 0)
+        streamed += written;
+    }
     if (written < 0 && errno == EINTR)
       continue;
     if (written <= 0)
@@ -209,6 +238,14 @@ llvm::Error OutputFile::commit(bool durable) {
       stream->clear_error();
       return makeError(path, "cannot write: " + ec.message());
     }
+  }
+  if (direct) {
+    // A device or pipe: nothing to sync or rename.
+    stream.reset();
+    ::close(descriptor);
+    descriptor = -1;
+    committed = true;
+    return llvm::Error::success();
   }
   if (durable && ::fsync(descriptor) != 0)
     return makeError(path, std::string("cannot write to disk: ") +

@@ -13,10 +13,12 @@
 #include "ucp/Support/OutputFile.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 namespace ucp {
 
-/// A file of fixed size being written through a writable mapping.
+/// A file of fixed size being written through a writable mapping (into a
+/// device or pipe, through memory, written in order when flushed).
 class MappedOutputFile {
 public:
   /// Creates the temporary file for `path` at `size` bytes and maps it.
@@ -26,7 +28,11 @@ public:
   ~MappedOutputFile();
 
   /// The mapped bytes; null once flushed.
-  char *getData() { return region ? region->data() : nullptr; }
+  char *getData() {
+    return region   ? region->data()
+           : buffer ? buffer->getBufferStart()
+                    : nullptr;
+  }
   uint64_t getSize() const { return size; }
   llvm::StringRef getPath() const { return output->getPath(); }
 
@@ -42,6 +48,8 @@ private:
   MappedOutputFile() = default;
   std::unique_ptr<OutputFile> output;
   std::unique_ptr<llvm::sys::fs::mapped_file_region> region;
+  /// For a device or pipe, which cannot be mapped: the bytes, in memory.
+  std::unique_ptr<llvm::WritableMemoryBuffer> buffer;
   uint64_t size = 0;
 };
 

@@ -6,10 +6,11 @@
 //  * it is written under a temporary name beside its destination and renamed
 //    into place by commit(): a failed or interrupted run leaves no partial
 //    output, and an existing file is replaced whole or not at all;
-//  * a destination that exists and is not a regular file (a directory,
-//    FIFO, socket or device, /dev/null included) is refused, never replaced
-//    or removed; "-" writes to standard output instead, which may be
-//    redirected anywhere;
+//  * nothing but a regular file is ever replaced: a character device or a
+//    FIFO (`-o /dev/null`, `/dev/stdout`, a pipe of process substitution)
+//    is written in place, with no temporary and no rename, and anything
+//    else that exists (a directory, a socket) is refused; "-" writes to
+//    standard output;
 //  * a destination that is a symbolic link is followed: the file it points
 //    to is replaced and the link is kept; a link to nothing is refused;
 //  * temporaries are named `<destination>.tmp-<host>-<pid>-<random>`; a run
@@ -34,8 +35,9 @@ namespace ucp {
 /// An output being written; removed unless committed.
 class OutputFile {
 public:
-  /// Starts writing `path` ("-": standard output). Refuses a destination
-  /// that exists and is not a regular file, or whose folder does not exist.
+  /// Starts writing `path` ("-": standard output). Writes a character
+  /// device or FIFO in place; refuses a destination that exists and is
+  /// neither that nor a regular file, or whose folder does not exist.
   static llvm::Expected<std::unique_ptr<OutputFile>>
   create(llvm::StringRef path);
   ~OutputFile();
@@ -51,12 +53,15 @@ public:
   llvm::StringRef getPath() const { return path; }
   /// Whether this writes standard output.
   bool isStandardOutput() const { return path == "-"; }
+  /// Whether this writes a device or pipe in place (nothing to map).
+  bool isDirect() const { return direct; }
 
   /// Sizes the file to `size` bytes and allocates its blocks where the
   /// file system can, so that a full disk is an error now rather than
   /// halfway through the writes (or SIGBUS through a mapping).
   llvm::Error reserve(uint64_t size);
-  /// Writes `bytes` at `offset` of the file (not standard output).
+  /// Writes `bytes` at `offset` of the file (not standard output); into a
+  /// pipe, only in order.
   llvm::Error writeAt(uint64_t offset, llvm::StringRef bytes);
 
   /// Closes the file and renames it into place. With `durable`, waits first
@@ -73,6 +78,9 @@ private:
   int descriptor = -1;
   std::unique_ptr<llvm::raw_fd_ostream> stream;
   bool committed = false;
+  /// Written in place (a device or pipe), and the bytes written to a pipe.
+  bool direct = false;
+  uint64_t streamed = 0;
 };
 
 /// Checks, without writing anything, that OutputFile::create would accept
