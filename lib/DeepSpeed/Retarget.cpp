@@ -378,19 +378,22 @@ ucp::retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
                         llvm::StringRef output,
                         const RetargetOptions &options) {
   auto start = std::chrono::steady_clock::now();
-  Expected<llvm::StringRef> folder = getCheckpointFolder(output, "latest");
+  Expected<llvm::StringRef> folder =
+      getCheckpointFolder(output, "latest", checkpoint.getFolder());
   if (!folder)
     return folder.takeError();
   Retargeter retargeter(checkpoint, options);
   if (Error error = retargeter.plan())
     return std::move(error);
   // DeepSpeed's load_checkpoint finds the tag through latest.
-  if (Error error = writeCheckpointFolder(
-          *folder, "latest",
-          [&](llvm::StringRef staged) { return retargeter.write(staged); },
-          options.syncOutputs))
-    return std::move(error);
+  Expected<std::string> pointerNote = writeCheckpointFolder(
+      *folder, "latest", checkpoint.getFolder(),
+      [&](llvm::StringRef staged) { return retargeter.write(staged); },
+      options.syncOutputs);
+  if (!pointerNote)
+    return pointerNote.takeError();
   RetargetStats stats;
+  stats.pointerNote = std::move(*pointerNote);
   stats.files = retargeter.getFilesWritten() + 1;
   stats.bytesWritten = retargeter.getBytesWritten();
   stats.seconds =

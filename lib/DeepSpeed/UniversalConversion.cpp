@@ -490,7 +490,7 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
                         const UniversalOptions &options) {
   auto start = std::chrono::steady_clock::now();
   Expected<llvm::StringRef> folder =
-      getCheckpointFolder(output, "latest_universal");
+      getCheckpointFolder(output, "latest_universal", checkpoint.getFolder());
   if (!folder)
     return folder.takeError();
   UniversalConverter converter(checkpoint, options);
@@ -499,12 +499,15 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
   // Missing parent folders are made, as DeepSpeed's converter makes them
   // (and removed again if the conversion fails); DeepSpeed's loader finds
   // the conversion through latest_universal.
-  if (Error error = writeCheckpointFolder(
-          *folder, "latest_universal",
-          [&](llvm::StringRef staged) { return converter.write(staged); },
-          options.syncOutputs))
-    return std::move(error);
+  Expected<std::string> pointerNote = writeCheckpointFolder(
+      *folder, "latest_universal", checkpoint.getFolder(),
+      [&](llvm::StringRef staged) { return converter.write(staged); },
+      options.syncOutputs);
+  if (!pointerNote)
+    return pointerNote.takeError();
   UniversalStats stats;
+  if (!pointerNote->empty())
+    stats.notices.push_back(std::move(*pointerNote));
   stats.notices = getMissingStateNotices(checkpoint);
   stats.parameters = converter.getPlans().size();
   stats.files = converter.getFilesWritten() + 1;

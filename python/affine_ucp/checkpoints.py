@@ -31,7 +31,8 @@ def ds_to_universal(input_folder: str, output_folder: str, *,
     """affine-run ds-to-universal: writes the Universal form of the
     checkpoint in `input_folder` to the new folder `output_folder` (and
     latest_universal beside it). Returns the run's numbers and its notices
-    (the states a parameter group lacks)."""
+    (the states a parameter group lacks; a latest_universal that names the
+    input, left as it is)."""
     checkpoint = _core.DeepSpeedCheckpoint.open(input_folder)
     return _core.ds_to_universal(checkpoint, output_folder, threads,
                                  inject_missing_state, strict, progress)
@@ -43,7 +44,9 @@ def retarget(input_folder: str, output_folder: str, dp: int, *,
              progress: Progress = None) -> Dict:
     """affine-run ds-retarget (or universal-to-ds, for a Universal input):
     the checkpoint at DP degree `dp` (and TP degree, ZeRO stage, AutoEP
-    size) in the new folder `output_folder` (OUT/TAG)."""
+    size) in the new folder `output_folder` (OUT/TAG). Returns the run's
+    numbers and its notices (a `latest` that names the input, left as it
+    is rather than pointed at the output)."""
     return _core.retarget(open_checkpoint(input_folder), output_folder, dp,
                           tp, zero_stage, autoep_size, threads, progress)
 

@@ -120,7 +120,11 @@ static py::dict retarget(const DeepSpeedCheckpoint &checkpoint,
         options.progress = report;
         return retargetCheckpoint(checkpoint, output, options);
       });
-  return getRunNumbers(done.files, done.bytesWritten, done.seconds);
+  py::dict result = getRunNumbers(done.files, done.bytesWritten, done.seconds);
+  result["notices"] = done.pointerNote.empty()
+                          ? std::vector<std::string>()
+                          : std::vector<std::string>{done.pointerNote};
+  return result;
 }
 
 static py::dict exportFolder(const DeepSpeedCheckpoint &checkpoint,

@@ -140,9 +140,11 @@ static cl::opt<std::string> maxShardSize(
     cl::cat(getDeepSpeedCategory()));
 static cl::opt<std::string> outputFolder(
     "output_folder",
-    cl::desc("the new folder: of the Universal checkpoint (latest_universal "
-             "beside it names it), or OUT/TAG of the DeepSpeed one (latest "
-             "beside it names TAG)"),
+    cl::desc("the new folder, PARENT/NAME: of the Universal checkpoint "
+             "(PARENT/latest_universal names it), or OUT/TAG of the "
+             "DeepSpeed one (OUT/latest names TAG). A bare NAME is refused "
+             "(write ./NAME for the current folder), as is a folder inside "
+             "the input; a pointer file naming the input is left as it is"),
     cl::value_desc("folder"), cl::sub(universalCommand),
     cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
     cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
@@ -336,6 +338,8 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
       retargetCheckpoint(checkpoint, outputFolder, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  if (!stats->pointerNote.empty())
+    llvm::errs() << "affine-run: notice: " << stats->pointerNote << "\n";
   if (!universalQuiet)
     llvm::outs()
         << (checkpoint.isFresh()

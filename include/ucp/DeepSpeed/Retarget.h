@@ -59,6 +59,9 @@ struct RetargetOptions {
 };
 
 struct RetargetStats {
+  /// What was done instead of writing `latest` (it names the input), for
+  /// the user; empty when it was written.
+  std::string pointerNote;
   size_t files = 0;
   int64_t bytesWritten = 0;
   double seconds = 0;
