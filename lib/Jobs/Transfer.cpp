@@ -1,6 +1,7 @@
 //===- Transfer.cpp - Moving tensors between shard files ------------------===//
 
 #include "ucp/Jobs/Transfer.h"
+#include "ucp/Engine/GroupFingerprint.h"
 #include "ucp/Checkpoint/Invariants.h"
 #include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Engine/CudaExecutor.h"
@@ -402,6 +403,46 @@ llvm::Error TransferRun::sumStats() {
   return llvm::Error::success();
 }
 
+/// Everything that decides what a transfer writes, for the processes of a
+/// group to agree on (GroupFingerprint.h).
+static GroupFingerprint getFingerprint(const TransferSide &source,
+                                       const TransferSide &target,
+                                       const TransferPrograms &programs,
+                                       const TransferOptions &options) {
+  auto joined = [](llvm::ArrayRef<int64_t> values) {
+    std::string text;
+    for (int64_t value : values)
+      text += (text.empty() ? "" : ",") + std::to_string(value);
+    return text.empty() ? std::string("every rank its own") : text;
+  };
+  const ReplicaPolicy &policy = options.policy;
+  GroupFingerprint fingerprint;
+  fingerprint.addValue("the replica policy",
+                       getReplicaPolicyName(policy.kind).str() + " (" +
+                           std::to_string(policy.ranksPerNode) +
+                           " ranks per node)");
+  fingerprint.addValue("the source processes",
+                       joined(policy.sourceProcesses));
+  fingerprint.addValue("the target processes",
+                       joined(policy.targetProcesses));
+  fingerprint.addValue("the scale power", std::to_string(options.scalePower));
+  fingerprint.addValue("--ignore-extra-tensors",
+                       options.ignoreExtraTensors ? "on" : "off");
+  for (const auto *side : {&source, &target}) {
+    llvm::StringRef name = side == &source ? "source" : "target";
+    for (const auto &[rank, file] : side->files)
+      fingerprint.addValue(("the " + name + " file of rank " +
+                            std::to_string(rank)).str(),
+                           file);
+    for (const ParamMap &map : side->maps)
+      fingerprint.addMap(("the " + name + " map of '" + map.name + "'").str(),
+                         map);
+  }
+  for (const auto &[name, program] : programs)
+    fingerprint.addProgram("the plan of '" + name + "'", program);
+  return fingerprint;
+}
+
 Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
                                          const TransferSide &target,
                                          const TransferPrograms &programs,
@@ -419,6 +460,12 @@ Expected<TransferStats> ucp::runTransfer(const TransferSide &source,
   if (group && options.checkReplicas)
     return agree(makeError("replicas are compared within one process only; "
                            "check them without the process group"));
+  // Before any byte moves, every process checks that it was given the
+  // job the others were: the group's rule for collective jobs.
+  if (group)
+    if (llvm::Error error = agreeOnFingerprint(
+            *group, getFingerprint(source, target, programs, options)))
+      return std::move(error);
   if (llvm::Error error = agree(run.pairJobs(programs)))
     return std::move(error);
   using Step = llvm::Error (TransferRun::*)();

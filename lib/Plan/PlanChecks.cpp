@@ -23,6 +23,20 @@ ucp::parseReplicaPolicyKind(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+llvm::StringRef ucp::getReplicaPolicyName(ReplicaPolicy::Kind kind) {
+  switch (kind) {
+  case ReplicaPolicy::Lowest:
+    return "lowest";
+  case ReplicaPolicy::Local:
+    return "local";
+  case ReplicaPolicy::Node:
+    return "node";
+  case ReplicaPolicy::Balance:
+    return "balance";
+  }
+  return "unknown";
+}
+
 std::string ucp::checkSegment(const Segment &segment,
                               ArrayRef<int64_t> sourceShard,
                               ArrayRef<int64_t> targetShard) {

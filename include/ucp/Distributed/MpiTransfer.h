@@ -96,7 +96,8 @@ public:
                      Reduction reduction) override;
   /// Collective: `bytes` of every process become process `root`'s, within
   /// the timeout.
-  llvm::Error broadcast(llvm::MutableArrayRef<char> bytes, int root);
+  llvm::Error broadcast(llvm::MutableArrayRef<char> bytes,
+                        int root) override;
   /// Runs every program of `batch` on the buffers each process holds: the
   /// library entry point for callers with their own buffers.
   llvm::Error execute(llvm::ArrayRef<ProgramRun> batch) override;

@@ -39,6 +39,9 @@ public:
   enum class Reduction { Max, Sum };
   virtual llvm::Error reduce(std::vector<int64_t> &values,
                              Reduction reduction) = 0;
+  /// Collective: `bytes` of every process become process `root`'s.
+  virtual llvm::Error broadcast(llvm::MutableArrayRef<char> bytes,
+                                int root) = 0;
   /// The most target bytes one call of execute should move: what the
   /// processes hold in message buffers at once.
   int64_t getBatchBytes() const override = 0;

@@ -102,6 +102,8 @@ struct ReplicaPolicy {
 /// The policy kind named `name` (lowest, local, node or balance), if it is
 /// one.
 std::optional<ReplicaPolicy::Kind> parseReplicaPolicyKind(llvm::StringRef name);
+/// The name parseReplicaPolicyKind reads as `kind`.
+llvm::StringRef getReplicaPolicyName(ReplicaPolicy::Kind kind);
 
 //===----------------------------------------------------------------------===//
 // Local invariants of plans (shared by the plan ops and the importers)
