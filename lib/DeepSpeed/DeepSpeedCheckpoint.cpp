@@ -353,6 +353,8 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
     return error;
   if (Error error = buildParams())
     return error;
+  if (Error error = checkWeightsAgainstMasters())
+    return error;
   return buildTensors();
 }
 

@@ -181,6 +181,10 @@ private:
                              CheckpointTensor::Role role);
   llvm::Error addAliases();
   llvm::Error checkOneRun() const;
+  /// ZeRO-1/2: every module weight is its fp32 master, joined from its
+  /// model-parallel rank's fragments, written to the weight's type
+  /// (MasterWeightCheck.cpp).
+  llvm::Error checkWeightsAgainstMasters() const;
   /// Checks grid rank `rank`'s partition counts against its groups'.
   llvm::Error checkPartitionCounts(size_t rank) const;
   /// AutoEP (AutoEpLayout.cpp): the layers, which groups hold experts, and

@@ -1,0 +1,251 @@
+//===- MasterWeightCheck.cpp - Module weights against their masters -------===//
+//
+// A ZeRO-1/2 checkpoint holds every trainable parameter twice: the module
+// weight in each model-parallel rank's model states, and the fp32 master
+// in that rank's optimizer files, cut into fragments over the DP ranks.
+// After each step DeepSpeed copies the masters into the weights, rounding
+// to the weights' type (round to nearest even), so the two agree element
+// for element at save time. The files record no TP rank, so that
+// redundancy is what catches an optimizer file of one TP rank copied over
+// another's (same run, same shapes): its masters no longer round to the
+// weights beside them. The check reads the weights and the masters, which
+// every job reads anyway.
+//
+// The weights of AutoEP's routed experts are in the per-expert files (one
+// per expert, its tensors keyed `<name>.<expert>`), and are checked the
+// same way against the EP rank's masters. ZeRO-3 keeps no weights in the
+// model states (empty placeholders): nothing to compare there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "DeepSpeedReader.h"
+#include "ucp/Element/FloatBits.h"
+#include "ucp/Formats/Torch/PickleCursor.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
+
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Parallel.h"
+
+#include <cstring>
+
+using namespace ucp;
+using llvm::Error;
+
+namespace {
+
+/// Whether the weight element `weight` (of `type`) is the fp32 `master`
+/// written to that type as DeepSpeed writes it.
+bool matchesMaster(DType type, const char *weight, float master) {
+  uint32_t bits = ucpFloatToBits(master);
+  bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
+  switch (type) {
+  case DType::F32: {
+    uint32_t stored;
+    std::memcpy(&stored, weight, sizeof(stored));
+    return stored == bits || (nan && (stored & 0x7fffffffu) > 0x7f800000u);
+  }
+  case DType::BF16: {
+    uint16_t stored;
+    std::memcpy(&stored, weight, sizeof(stored));
+    return stored == ucpFloatToBfloat(master) ||
+           (nan && (stored & 0x7fffu) > 0x7f80u);
+  }
+  case DType::F16: {
+    uint16_t stored;
+    std::memcpy(&stored, weight, sizeof(stored));
+    return stored == ucpFloatToHalf(master) ||
+           (nan && (stored & 0x7fffu) > 0x7c00u);
+  }
+  default:
+    return true; // Not a type masters are written to.
+  }
+}
+
+std::string formatValue(double value) {
+  // Enough digits to tell two floats apart.
+  return llvm::formatv("{0}", llvm::format("%.9g", value)).str();
+}
+
+/// The first mismatch of one parameter on one model-parallel rank.
+struct Mismatch {
+  int64_t count = 0;
+  int64_t firstElement = -1;
+  int64_t gridRank = 0;
+  std::string file;
+  float master = 0;
+  double weight = 0;
+};
+
+/// Where a run of a model-parallel rank's shard (flat, row-major) is held
+/// as a weight: `count` elements from `first`, the tensor `data` of `file`.
+struct WeightBlock {
+  std::string file;
+  /// The expert file holding it, kept open while it is compared.
+  std::shared_ptr<TorchFile> owner;
+  TensorData data;
+  int64_t first = 0, count = 0;
+  bool rowMajor = true;
+};
+
+/// Reads the weight element of `block` at flat shard element `element`.
+const char *getWeightElement(const WeightBlock &block, int64_t element,
+                             llvm::ArrayRef<int64_t> shape) {
+  int64_t offset = element - block.first;
+  if (!block.rowMajor) {
+    Extents index = unravelIndex(offset, shape);
+    offset = 0;
+    for (size_t k = 0; k < index.size(); ++k)
+      offset += index[k] * block.data.strides[k];
+  }
+  return block.data.data + offset * getElementSize(block.data.dtype);
+}
+
+/// The weight tensor `name` of `file`'s pickle under `module` (or at its
+/// root, for an expert file), if it is a floating-point tensor of `shape`.
+std::optional<TensorData> findWeight(const TorchFile &file,
+                                     llvm::StringRef name,
+                                     llvm::ArrayRef<int64_t> shape,
+                                     bool inModule) {
+  PickleCursor root(file.getDocument());
+  std::optional<PickleCursor> holder =
+      inModule ? root.find("module") : std::optional<PickleCursor>(root);
+  std::optional<PickleCursor> value =
+      holder ? holder->find(name) : std::nullopt;
+  if (!value)
+    return std::nullopt;
+  llvm::Expected<PickleRef> ref = value->getTensor();
+  if (!ref) {
+    llvm::consumeError(ref.takeError());
+    return std::nullopt;
+  }
+  TensorData data = file.getTensor(*ref);
+  if (llvm::ArrayRef<int64_t>(data.shape) != shape ||
+      !isFloatingPoint(data.dtype))
+    return std::nullopt;
+  return data;
+}
+
+} // namespace
+
+/// The weights of `param` on model-parallel rank `rank`, as blocks of its
+/// shard in order; empty when the checkpoint holds none to compare. An
+/// expert file that lacks its expert's tensor is an error.
+static llvm::Expected<std::vector<WeightBlock>>
+getWeightBlocks(const DeepSpeedCheckpoint &checkpoint,
+                const DeepSpeedParam &param, int64_t rank) {
+  const Extents &shape = param.tpShapes[rank];
+  std::vector<WeightBlock> blocks;
+  if (!param.expertLayer) {
+    if (rank >= int64_t(checkpoint.getModelFiles().size()))
+      return blocks;
+    const TorchFile &model = *checkpoint.getModelFiles()[rank];
+    if (std::optional<TensorData> weight =
+            findWeight(model, param.name, shape, /*inModule=*/true))
+      blocks.push_back({model.getPath().str(), nullptr, *weight, 0,
+                        *getNumElements(shape),
+                        weight->strides == getRowMajorStrides(shape)});
+    return blocks;
+  }
+  const AutoEpLayer &layer = checkpoint.getAutoEpLayers()[*param.expertLayer];
+  llvm::ArrayRef<int64_t> expertShape = llvm::ArrayRef(shape).drop_front();
+  int64_t perExpert = *getNumElements(expertShape);
+  for (int64_t j = 0; j < layer.localExperts; ++j) {
+    int64_t expert = rank * layer.localExperts + j;
+    const std::string &path =
+        checkpoint.getExpertFiles()[*param.expertLayer][expert];
+    llvm::Expected<std::unique_ptr<TorchFile>> file = TorchFile::open(path);
+    if (!file)
+      return file.takeError();
+    std::string key = param.name + "." + std::to_string(expert);
+    std::optional<TensorData> weight =
+        findWeight(**file, key, expertShape, /*inModule=*/false);
+    if (!weight)
+      return makeError(path, "holds no " + formatList(expertShape) +
+                                 " weight '" + key + "' of expert " +
+                                 std::to_string(expert) +
+                                 ": the file is not that expert's (a file "
+                                 "of another expert or run?)");
+    blocks.push_back({path, std::shared_ptr<TorchFile>(std::move(*file)),
+                      *weight, j * perExpert, perExpert,
+                      weight->strides == getRowMajorStrides(expertShape)});
+  }
+  return blocks;
+}
+
+/// Compares `param`'s weights on model-parallel rank `rank` with the fp32
+/// masters of that rank's fragments; returns what differs, or "".
+static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
+                                      const DeepSpeedParam &param,
+                                      int64_t rank,
+                                      llvm::ArrayRef<WeightBlock> blocks) {
+  if (blocks.empty())
+    return "";
+  int64_t outer = param.tpShapes.size();
+  const Extents &shape = param.tpShapes[rank];
+  Mismatch mismatch;
+  int64_t start = 0;
+  size_t b = 0;
+  for (int64_t d = 0; d < int64_t(param.slices.size()) / outer; ++d) {
+    int64_t gridRank = d * outer + rank;
+    TensorData master =
+        checkpoint.getFragment(param, gridRank, TensorState::Master);
+    for (int64_t i = 0; i < master.shape[0]; ++i) {
+      int64_t element = start + i;
+      while (element >= blocks[b].first + blocks[b].count)
+        ++b;
+      const WeightBlock &block = blocks[b];
+      llvm::ArrayRef<int64_t> blockShape = block.data.shape;
+      const char *weight = getWeightElement(block, element, blockShape);
+      float value;
+      std::memcpy(&value, master.data + 4 * i, 4);
+      if (matchesMaster(block.data.dtype, weight, value) ||
+          mismatch.count++ != 0)
+        continue;
+      mismatch.firstElement = element;
+      mismatch.gridRank = gridRank;
+      mismatch.file = block.file;
+      mismatch.master = value;
+      mismatch.weight = readElement(block.data.dtype, weight);
+    }
+    start += master.shape[0];
+  }
+  if (mismatch.count == 0)
+    return "";
+  return "parameter '" + param.name + "': its weight in " + mismatch.file +
+         " is not its fp32 master from " +
+         checkpoint.getOptimizerFile(mismatch.gridRank).getPath().str() +
+         " written as " + getSafetensorsName(blocks[0].data.dtype).str() +
+         ": element " + formatList(unravelIndex(mismatch.firstElement, shape)) +
+         " of model-parallel rank " + std::to_string(rank) + "'s shard " +
+         formatList(shape) + " is " + formatValue(mismatch.weight) +
+         ", its master " + formatValue(mismatch.master) + " (" +
+         std::to_string(mismatch.count) + " of " +
+         std::to_string(*getNumElements(shape)) +
+         " elements differ); the files are not of one rank of one run (a "
+         "file of another rank or run?)";
+}
+
+Error DeepSpeedReader::checkWeightsAgainstMasters() const {
+  if (files.zero3)
+    return Error::success();
+  llvm::ArrayRef<DeepSpeedParam> params = checkpoint.params;
+  std::vector<std::string> failures(params.size());
+  llvm::parallelFor(0, params.size(), [&](size_t p) {
+    for (int64_t rank = 0; rank < int64_t(params[p].tpShapes.size());
+         ++rank) {
+      llvm::Expected<std::vector<WeightBlock>> blocks =
+          getWeightBlocks(checkpoint, params[p], rank);
+      failures[p] =
+          blocks ? compareWithMasters(checkpoint, params[p], rank, *blocks)
+                 : llvm::toString(blocks.takeError());
+      if (!failures[p].empty())
+        return;
+    }
+  });
+  for (std::string &failure : failures)
+    if (!failure.empty())
+      return makeError(failure);
+  return Error::success();
+}
