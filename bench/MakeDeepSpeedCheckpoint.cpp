@@ -86,6 +86,11 @@ static cl::opt<std::string> breakReplica(
              "TP rank with its first element changed: a checkpoint whose "
              "replicas disagree, for the tests of the replica checks"),
     cl::value_desc("name"));
+static cl::opt<bool> breakStep(
+    "break-step",
+    cl::desc("write the last DP rank's Adam step one higher than the "
+             "others': a checkpoint whose ranks disagree on the step, for "
+             "the tests of the step check"));
 
 namespace {
 
@@ -573,7 +578,9 @@ static llvm::Error writeTensorStates(const Model &model, int64_t rank,
     storages.push_back(
         {fill.key, std::max<int64_t>(fill.length, 1) * 4, [&](char *data) {
            if (fill.length == 0) {
-             store(DType::F32, data, 0, float(steps));
+             bool last = rank == dp - 1;
+             store(DType::F32, data, 0,
+                   float(steps + (breakStep && last ? 1 : 0)));
              return;
            }
            int64_t begin = rank * model.partition(fill.group);

@@ -9,6 +9,8 @@
 
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 #include "DeepSpeedReader.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "ucp/Engine/Executor.h"
 #include "ucp/Formats/Json/LegacyDocument.h"
 #include "ucp/Formats/Json/MapDocument.h"
@@ -66,6 +68,40 @@ static Error checkAgree(llvm::ArrayRef<std::string> paths, llvm::StringRef what,
   return Error::success();
 }
 
+Error DeepSpeedReader::checkSteps() const {
+  const std::vector<std::string> &paths = files.optimizerFiles;
+  for (size_t g = 0; g < optimizers[0].groups.size(); ++g) {
+    std::optional<double> first;
+    for (size_t r = 0; r < optimizers.size(); ++r) {
+      std::optional<PickleRef> step = optimizers[r].groups[g].step;
+      std::optional<double> value;
+      if (step) {
+        Expected<double> read =
+            readStepValue(*checkpoint.ranks[r].file, *step);
+        if (!read)
+          return read.takeError();
+        value = *read;
+      }
+      if (r == 0) {
+        first = value;
+        continue;
+      }
+      auto describe = [](std::optional<double> step) {
+        return step ? "step " + llvm::formatv("{0}", llvm::format("%g", *step))
+                                    .str()
+                    : std::string("no step");
+      };
+      if (value != first)
+        return makeError(paths[r] + ": parameter group " + std::to_string(g) +
+                         " has " + describe(value) + ", where " + paths[0] +
+                         " has " + describe(first) +
+                         ": DeepSpeed steps every rank together, so the "
+                         "folder mixes files of two runs or steps");
+    }
+  }
+  return Error::success();
+}
+
 Error DeepSpeedReader::checkOneRun() const {
   const std::vector<std::string> &modelPaths = files.modelFiles;
   for (auto [path, model] : llvm::zip(modelPaths, models))
@@ -112,6 +148,8 @@ Error DeepSpeedReader::checkOneRun() const {
   for (size_t r = 0; r < optimizers.size(); ++r)
     if (Error error = checkPartitionCounts(r))
       return error;
+  if (Error error = checkSteps())
+    return error;
   // Every TP rank lists the same parameters in the same groups (their
   // shapes may differ: they are TP shards).
   for (size_t i = 1; i < models.size(); ++i) {

@@ -136,6 +136,10 @@ struct TensorStates {
 llvm::Expected<TensorStates> readTensorStates(const TorchFile &file,
                                               bool zero3);
 
+/// The value of the step `ref` of `file`: a number, or a tensor of one
+/// element.
+llvm::Expected<double> readStepValue(const TorchFile &file, PickleRef ref);
+
 /// Places the fragments of one parameter group of one TP rank: for each
 /// parameter of `params`, its slice on each DP rank of `ranks` (that
 /// group's records in the DP ranks' optimizer files, named by `files`).
@@ -181,6 +185,9 @@ private:
                              CheckpointTensor::Role role);
   llvm::Error addAliases();
   llvm::Error checkOneRun() const;
+  /// Every optimizer file records the same Adam step for each parameter
+  /// group, or none does: DeepSpeed steps every rank together.
+  llvm::Error checkSteps() const;
   /// ZeRO-1/2: every module weight is its fp32 master, joined from its
   /// model-parallel rank's fragments, written to the weight's type
   /// (MasterWeightCheck.cpp).

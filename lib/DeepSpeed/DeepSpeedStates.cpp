@@ -340,3 +340,17 @@ Expected<TensorStates> ucp::readTensorStates(const TorchFile &file,
     return inFile(file, std::move(error));
   return states;
 }
+
+Expected<double> ucp::readStepValue(const TorchFile &file, PickleRef ref) {
+  const PickleValue &value = file.getDocument().get(ref);
+  if (value.kind == PickleValue::Int)
+    return static_cast<double>(value.integer);
+  if (value.kind == PickleValue::Float)
+    return value.number;
+  if (value.kind == PickleValue::Tensor && getNumElements(value.shape) == 1) {
+    TensorData tensor = file.getTensor(ref);
+    return readElement(tensor.dtype, tensor.data);
+  }
+  return makeError(file.getPath() + ": a step that is " +
+                   file.getDocument().describe(ref) + ", not a number");
+}

@@ -216,21 +216,6 @@ void UniversalConverter::reportProgress(bool force) {
   options.progress(filesWritten, filesTotal, bytesWritten);
 }
 
-/// The value of a step: a number, or a tensor of one element.
-static Expected<double> readStepValue(const TorchFile &file, PickleRef ref) {
-  const PickleValue &value = file.getDocument().get(ref);
-  if (value.kind == PickleValue::Int)
-    return static_cast<double>(value.integer);
-  if (value.kind == PickleValue::Float)
-    return value.number;
-  if (value.kind == PickleValue::Tensor && getNumElements(value.shape) == 1) {
-    TensorData tensor = file.getTensor(ref);
-    return readElement(tensor.dtype, tensor.data);
-  }
-  return makeError(file.getPath() + ": a step that is " +
-                   file.getDocument().describe(ref) + ", not a number");
-}
-
 Error UniversalConverter::writeCopied(const PickleDocument &document,
                                       const TorchFile &source,
                                       llvm::StringRef path) {
@@ -249,44 +234,21 @@ Error UniversalConverter::writeCopied(const PickleDocument &document,
 Error UniversalConverter::writeStep(const ParamPlan &plan,
                                     llvm::StringRef folder) {
   const DeepSpeedParam &param = *plan.param;
-  // Every rank holding a fragment records the group's step; the converter
-  // keeps the first after checking that they agree.
-  std::optional<std::pair<int64_t, double>> first;
+  // The ranks agree on the step (the reader checked): the first rank
+  // holding a fragment gives it.
   for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank) {
     if (param.slices[rank].count == 0)
       continue;
-    const TorchFile &file = checkpoint.getOptimizerFile(rank);
     std::optional<PickleRef> step = checkpoint.getStep(rank, param.group);
-    if (!step) {
-      if (first)
-        return makeError(file.getPath() + ": parameter '" + param.name +
-                         "': no step, where " +
-                         checkpoint.getOptimizerFile(first->first).getPath() +
-                         " has one");
+    if (!step)
       return Error::success(); // An optimizer without steps.
-    }
-    Expected<double> value = readStepValue(file, *step);
-    if (!value)
-      return value.takeError();
-    if (!first) {
-      first = {rank, *value};
-      continue;
-    }
-    if (*value != first->second)
-      return makeError(file.getPath() + ": parameter '" + param.name +
-                       "': step " + llvm::formatv("{0}", *value).str() +
-                       ", where " +
-                       checkpoint.getOptimizerFile(first->first).getPath() +
-                       " has " + llvm::formatv("{0}", first->second).str());
+    const TorchFile &source = checkpoint.getOptimizerFile(rank);
+    PickleDocument document = buildCopyDocument(source.getDocument(), *step);
+    llvm::SmallString<256> file(folder);
+    path::append(file, "zero", param.name, "step.pt");
+    return writeCopied(document, source, file);
   }
-  if (!first)
-    return Error::success();
-  const TorchFile &source = checkpoint.getOptimizerFile(first->first);
-  PickleDocument document = buildCopyDocument(
-      source.getDocument(), *checkpoint.getStep(first->first, param.group));
-  llvm::SmallString<256> file(folder);
-  path::append(file, "zero", param.name, "step.pt");
-  return writeCopied(document, source, file);
+  return Error::success();
 }
 
 /// Writes the merged tensor of `run` (target buffer 0, `bytes` long) as

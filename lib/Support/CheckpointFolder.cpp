@@ -115,8 +115,16 @@ llvm::Expected<std::string> ucp::writeCheckpointFolder(
       OutputFolder::create(folder);
   if (!staged)
     return staged.takeError();
-  if (llvm::Error error = write((*staged)->getTemporaryPath()))
-    return std::move(error);
+  if (llvm::Error error = write((*staged)->getTemporaryPath())) {
+    // Messages name the files where they were going, not the temporary
+    // folder, which is removed.
+    std::string message = llvm::toString(std::move(error));
+    std::string temporary = (*staged)->getTemporaryPath().str();
+    for (size_t at = message.find(temporary); at != std::string::npos;
+         at = message.find(temporary, at + folder.size()))
+      message.replace(at, temporary.size(), folder.str());
+    return makeError(message);
+  }
   // The pointer may have changed during the run: checked again before the
   // folder takes its name.
   if (llvm::Error error = checkPointerFile(file))

@@ -139,6 +139,7 @@ Error Unpickler::reduce() {
 }
 
 Error Unpickler::newObject(bool withKeywords) {
+  std::optional<PickleRef> keywordArgs;
   if (withKeywords) {
     Expected<PickleRef> keywords = pop();
     if (!keywords)
@@ -146,6 +147,7 @@ Error Unpickler::newObject(bool withKeywords) {
     if (at(*keywords).kind != PickleValue::Dict)
       return fail("passes " + document.describe(*keywords) +
                   " for keyword arguments");
+    keywordArgs = *keywords;
   }
   Expected<PickleRef> args = pop();
   if (!args)
@@ -167,6 +169,13 @@ Error Unpickler::newObject(bool withKeywords) {
   if (!object.opaque && (!at(*args).items.empty() || withKeywords))
     return fail("makes a " + object.name +
                 " from arguments; its fields come from BUILD");
+  // An opaque object keeps its arguments, so that it is written back as
+  // it was read.
+  if (object.opaque) {
+    object.items = {*args};
+    if (keywordArgs)
+      object.items.push_back(*keywordArgs);
+  }
   stack.push_back(add(std::move(object)));
   return Error::success();
 }

@@ -428,16 +428,29 @@ llvm::Error PickleEmitter::emitValue(PickleRef ref) {
     return llvm::Error::success();
   }
   case PickleValue::Object:
-    if (value.opaque)
-      return refuse("an opaque object of " + value.module + "." + value.name);
+    // NEWOBJ with the arguments read (none for a data class), then BUILD
+    // with the fields: what the file held, which writing runs nothing of.
+    if (value.items.size() > 1)
+      return refuse("an object of " + value.module + "." + value.name +
+                    " made with keyword arguments (protocol 2 has no "
+                    "NEWOBJ_EX)");
     emitGlobal(value.module, value.name);
-    byte(')');
+    if (value.items.empty())
+      byte(')');
+    else if (llvm::Error error = emit(value.items[0]))
+      return error;
     byte(0x81); // NEWOBJ
     memoize(ref);
+    if (value.fields == 0)
+      return llvm::Error::success();
     if (llvm::Error error = emit(value.fields))
       return error;
     byte('b');
     return llvm::Error::success();
+  case PickleValue::Global:
+    // Written back as the same reference: GLOBAL names it, calls nothing.
+    emitGlobal(value.module, value.name);
+    break;
   case PickleValue::EnumMember:
     emitGlobal("__builtin__", "getattr");
     emitGlobal(value.module, value.name);

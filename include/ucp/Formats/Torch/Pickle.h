@@ -83,7 +83,8 @@ struct PickleValue {
   std::string text;
   /// Global, Object and EnumMember: where the class or function lives.
   std::string module, name;
-  /// List, Tuple and Set items; Dict keys and values, alternating.
+  /// List, Tuple and Set items; Dict keys and values, alternating; an
+  /// opaque Object's NEWOBJ arguments (a Tuple, then keywords if any).
   std::vector<PickleRef> items;
   /// Object: its fields (a Dict, or None before BUILD). Dict: the
   /// attributes BUILD gave it (an OrderedDict's `_metadata`), or None.
@@ -216,10 +217,13 @@ private:
 
 /// Writes `document` as a protocol 2 pickle, as torch.save writes one:
 /// tensors as `_rebuild_tensor_v2` of persistent storages, data classes by
-/// NEWOBJ and BUILD, enum members by getattr, values shared in the
+/// NEWOBJ and BUILD, enum members by getattr, other globals as the same
+/// global (GLOBAL names it and calls nothing), values shared in the
 /// document shared through the memo. readPickle reads it back as the same
-/// document. Refuses what protocol 2 cannot hold here (bytes, opaque
-/// values, a storage class torch lacks).
+/// document. Opaque objects are written as read: NEWOBJ of their class
+/// with their arguments, and BUILD. Refuses what protocol 2 cannot hold
+/// here (bytes, an object made with keyword arguments, a storage class
+/// torch lacks).
 llvm::Expected<std::string> writePickle(const PickleDocument &document);
 
 } // namespace ucp
