@@ -136,6 +136,12 @@ struct TensorStates {
 llvm::Expected<TensorStates> readTensorStates(const TorchFile &file,
                                               bool zero3);
 
+/// `tensor` if its view is row-major; else its elements copied in
+/// row-major order into a new string of `copies`, which holds them for as
+/// long as the checkpoint lives (a deque: the strings never move).
+TensorData makeRowMajor(const TensorData &tensor,
+                        std::deque<std::string> &copies);
+
 /// The value of the step `ref` of `file`: a number, or a tensor of one
 /// element.
 llvm::Expected<double> readStepValue(const TorchFile &file, PickleRef ref);

@@ -10,6 +10,8 @@
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
 
+#include <cstring>
+
 using namespace ucp;
 using llvm::Error;
 using llvm::Expected;
@@ -353,4 +355,24 @@ Expected<double> ucp::readStepValue(const TorchFile &file, PickleRef ref) {
   }
   return makeError(file.getPath() + ": a step that is " +
                    file.getDocument().describe(ref) + ", not a number");
+}
+
+TensorData ucp::makeRowMajor(const TensorData &tensor,
+                             std::deque<std::string> &copies) {
+  if (tensor.strides == getRowMajorStrides(tensor.shape) ||
+      getNumElements(tensor.shape).value_or(0) <= 1)
+    return tensor;
+  int64_t size = getElementSize(tensor.dtype);
+  std::string &bytes = copies.emplace_back(
+      getNumElements(tensor.shape).value_or(0) * size, '\0');
+  int64_t e = 0;
+  forEachElement(tensor.shape, {{0, tensor.strides}},
+                 [&](llvm::ArrayRef<int64_t> offsets) {
+                   std::memcpy(bytes.data() + size * e++,
+                               tensor.data + offsets[0] * size, size);
+                 });
+  TensorData copy = tensor;
+  copy.strides = getRowMajorStrides(tensor.shape);
+  copy.data = bytes.data();
+  return copy;
 }

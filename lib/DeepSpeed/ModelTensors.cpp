@@ -18,19 +18,6 @@ using namespace ucp;
 using llvm::Error;
 using llvm::Expected;
 
-/// The elements of `tensor` densely, in row-major order of its view.
-static std::string copyDensely(const TensorData &tensor) {
-  int64_t size = getElementSize(tensor.dtype);
-  std::string bytes(getNumElements(tensor.shape).value_or(0) * size, '\0');
-  int64_t e = 0;
-  forEachElement(tensor.shape, {{0, tensor.strides}},
-                 [&](llvm::ArrayRef<int64_t> offsets) {
-                   std::memcpy(bytes.data() + size * e++,
-                               tensor.data + offsets[0] * size, size);
-                 });
-  return bytes;
-}
-
 Error DeepSpeedReader::addSavedTensor(llvm::StringRef name,
                                       const PickleCursor &value,
                                       std::optional<Extents> shape,
@@ -45,14 +32,9 @@ Error DeepSpeedReader::addSavedTensor(llvm::StringRef name,
     return makeError(model.getPath(),
                      "'" + name + "' holds " + formatList(saved.shape) +
                          ", not its shape " + formatList(logical));
-  const char *data = saved.data;
-  if (saved.strides != getRowMajorStrides(saved.shape) &&
-      getNumElements(saved.shape).value_or(0) > 1) {
-    // A view that is not row-major (rare: a buffer registered as a slice)
-    // is read once into memory of its own.
-    checkpoint.savedCopies.push_back(copyDensely(saved));
-    data = checkpoint.savedCopies.back().data();
-  }
+  // A view that is not row-major (rare: a buffer registered as a slice)
+  // is read once into memory of its own.
+  const char *data = makeRowMajor(saved, checkpoint.savedCopies).data;
   CheckpointTensor tensor;
   tensor.name = name.str();
   tensor.role = role;

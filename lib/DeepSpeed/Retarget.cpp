@@ -351,24 +351,26 @@ Error Retargeter::write(llvm::StringRef folder) {
   size_t total =
       (isZero3Target() ? tp * options.dp : tp) + tp * options.dp + experts;
   auto report = [&] {
-    if (options.progress)
-      options.progress(filesWritten, total, bytesWritten);
+    return reportProgress(options.progress, filesWritten, total, bytesWritten);
   };
   for (int64_t t = 0; t < tp; ++t) {
     if (Error error = writeModelStates(t, folder))
       return error;
-    report();
+    if (Error error = report())
+      return error;
   }
   for (int64_t d = 0; d < options.dp; ++d)
     for (int64_t t = 0; t < tp; ++t) {
       if (Error error = writeTensorStates(d, t, folder))
         return error;
-      report();
+      if (Error error = report())
+        return error;
     }
   if (experts) {
     if (Error error = writeExpertFiles(folder))
       return error;
-    report();
+    if (Error error = report())
+      return error;
   }
   return Error::success();
 }

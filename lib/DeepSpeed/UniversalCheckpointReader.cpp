@@ -131,16 +131,19 @@ Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
     Expected<TensorData> tensor = readUniversalTensor(**file);
     if (!tensor)
       return tensor.takeError();
-    // The full tensor, row-major; ZeRO-3 without TP keeps it flat.
+    // The full tensor (ZeRO-3 without TP keeps it flat), in fp32. Any view
+    // torch reads is taken: one that is not row-major (transposed,
+    // expanded) is copied once into memory in row-major order.
     if (tensor->dtype != DType::F32 ||
-        (tensor->shape != full && tensor->shape != Extents{elements}) ||
-        tensor->strides != getRowMajorStrides(tensor->shape))
+        (tensor->shape != full && tensor->shape != Extents{elements}))
       return makeError(name + ": parameter '" + param.name +
-                       "' must be a contiguous fp32 tensor of " +
-                       formatList(full) + " (its full shape), got " +
+                       "' must be an fp32 tensor of " + formatList(full) +
+                       " (its full shape), got " +
                        getSafetensorsName(tensor->dtype).str() + " " +
-                       formatList(tensor->shape));
-    states[static_cast<size_t>(state)] = *tensor;
+                       formatList(tensor->shape) + " strides " +
+                       formatList(tensor->strides));
+    states[static_cast<size_t>(state)] =
+        makeRowMajor(*tensor, checkpoint.savedCopies);
     opened[static_cast<size_t>(state)] = std::move(*file);
   }
   // Both moments or none, as every parameter of the group.

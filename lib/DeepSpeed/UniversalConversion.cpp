@@ -71,7 +71,9 @@ private:
   Error writeCopied(const PickleDocument &document, const TorchFile &source,
                     llvm::StringRef path);
   Error copyModelFiles(llvm::StringRef folder);
-  void reportProgress(bool force);
+  /// Reports progress, at most once a second unless `force` (from any
+  /// thread); an error once the progress function has stopped the run.
+  Error report(bool force);
 
   const DeepSpeedCheckpoint &checkpoint;
   const UniversalOptions &options;
@@ -81,6 +83,7 @@ private:
   std::atomic<size_t> filesWritten{0};
   size_t filesTotal = 0;
   std::mutex progressMutex;
+  bool stopped = false;
   std::chrono::steady_clock::time_point lastProgress;
 };
 
@@ -205,15 +208,19 @@ Error UniversalConverter::plan() {
   return Error::success();
 }
 
-void UniversalConverter::reportProgress(bool force) {
-  if (!options.progress)
-    return;
+Error UniversalConverter::report(bool force) {
   std::lock_guard<std::mutex> lock(progressMutex);
   auto now = std::chrono::steady_clock::now();
+  // Once stopped, every file still being written fails too.
+  if (stopped)
+    return makeStoppedError();
   if (!force && now - lastProgress < std::chrono::seconds(1))
-    return;
+    return Error::success();
   lastProgress = now;
-  options.progress(filesWritten, filesTotal, bytesWritten);
+  Error error =
+      reportProgress(options.progress, filesWritten, filesTotal, bytesWritten);
+  stopped = bool(error);
+  return error;
 }
 
 Error UniversalConverter::writeCopied(const PickleDocument &document,
@@ -317,8 +324,7 @@ Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
     return error;
   bytesWritten += plan.bytes;
   ++filesWritten;
-  reportProgress(false);
-  return Error::success();
+  return report(false);
 }
 
 Error UniversalConverter::writeStates(llvm::StringRef folder) {
@@ -419,8 +425,7 @@ Error UniversalConverter::write(llvm::StringRef folder) {
   if (Error error = (*document)->commit(/*durable=*/false))
     return error;
   ++filesWritten;
-  reportProgress(true);
-  return Error::success();
+  return report(true);
 }
 
 /// One line per parameter group without some state: which, and how many

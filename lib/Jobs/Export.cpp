@@ -76,7 +76,9 @@ private:
   Error writeFile(const ExportFile &file, llvm::StringRef folder);
   Error writeTensor(const ExportTensor &tensor, OutputFile &out,
                     int64_t dataStart);
-  void reportProgress(bool force);
+  /// Reports progress, at most once a second unless `force`; an error
+  /// when the progress function stops the export.
+  Error report(bool force);
 
   const CheckpointSource &source;
   const ExportOptions &options;
@@ -219,14 +221,12 @@ Error Exporter::writeTensor(const ExportTensor &tensor, OutputFile &out,
   return out.writeAt(at, {converted.data(), converted.size()});
 }
 
-void Exporter::reportProgress(bool force) {
-  if (!options.progress)
-    return;
+Error Exporter::report(bool force) {
   auto now = std::chrono::steady_clock::now();
   if (!force && now - lastProgress < std::chrono::seconds(1))
-    return;
+    return Error::success();
   lastProgress = now;
-  options.progress(done, tensors.size(), written);
+  return reportProgress(options.progress, done, tensors.size(), written);
 }
 
 /// The safetensors header of `file`, padded with spaces to 8 bytes.
@@ -270,7 +270,8 @@ Error Exporter::writeFile(const ExportFile &file, llvm::StringRef folder) {
       return error;
     written += tensor.bytes;
     ++done;
-    reportProgress(false);
+    if (Error error = report(false))
+      return error;
   }
   return (*out)->commit(/*durable=*/false);
 }
@@ -279,7 +280,8 @@ Error Exporter::write(llvm::StringRef folder) {
   for (const ExportFile &file : files)
     if (Error error = writeFile(file, folder))
       return error;
-  reportProgress(true);
+  if (Error error = report(true))
+    return error;
   if (files.size() == 1)
     return Error::success();
   // Hugging Face's index: the total size and each tensor's file.

@@ -353,8 +353,10 @@ llvm::Error TransferRun::execute() {
     }
     ++stats.parameters;
     auto now = std::chrono::steady_clock::now();
-    if (options.progress && now - lastReport > std::chrono::seconds(1)) {
-      options.progress(stats.parameters, jobs.size(), stats.bytesWritten);
+    if (now - lastReport > std::chrono::seconds(1)) {
+      if (llvm::Error error = reportProgress(options.progress, stats.parameters,
+                                             jobs.size(), stats.bytesWritten))
+        return error;
       lastReport = now;
     }
   }

@@ -24,17 +24,21 @@ namespace {
 class Progress {
 public:
   explicit Progress(py::object callback) : callback(std::move(callback)) {}
-  std::function<void(size_t, size_t, int64_t)> get() {
+  /// The progress function of a run: a callback that raises stops it,
+  /// before anything is committed.
+  ProgressFunction get() {
     if (callback.is_none())
       return {};
     return [this](size_t done, size_t total, int64_t bytes) {
       py::gil_scoped_acquire acquire;
       if (failure)
-        return;
+        return false;
       try {
         callback(done, total, bytes);
+        return true;
       } catch (py::error_already_set &error) {
         failure = std::make_unique<py::error_already_set>(std::move(error));
+        return false;
       }
     };
   }

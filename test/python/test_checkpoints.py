@@ -50,13 +50,27 @@ def test_ds_to_universal_reports_progress_and_export_reads_back(
     assert torch.equal(tensors["lm_head.weight"], fp32["param"])
 
 
-def test_a_raising_callback_stops_the_reports_and_is_raised(
-        checkpoint, tmp_path):
-    def fail(*_):
+@pytest.mark.parametrize("job", ["ds_to_universal", "retarget", "export"])
+def test_a_raising_callback_stops_the_run_and_leaves_nothing(
+        checkpoint, tmp_path, job):
+    # Raised at its first call, which every run makes (the last one, forced,
+    # comes before anything takes its final name): the exception reaches
+    # the caller and nothing is left at the output, the folders made for
+    # it included (before, the output was committed first).
+    calls = []
+
+    def fail(*args):
+        calls.append(args)
         raise RuntimeError("stop")
+    out = str(tmp_path / "made" / "out")
+    run = {"ds_to_universal": lambda: u.ds_to_universal(
+               checkpoint, out, inject_missing_state=True, progress=fail),
+           "retarget": lambda: u.retarget(checkpoint, out, 2, progress=fail),
+           "export": lambda: u.export(checkpoint, out, progress=fail)}[job]
     with pytest.raises(RuntimeError, match="stop"):
-        u.retarget(checkpoint, str(tmp_path / "r" / "step3"), 2,
-                   progress=fail)
+        run()
+    assert len(calls) == 1
+    assert not os.path.exists(tmp_path / "made")
 
 
 def test_retarget_writes_the_same_full_tensors(checkpoint, tmp_path):

@@ -266,6 +266,7 @@ static int writeModel(const CheckpointSource &checkpoint,
     options.progress = [](size_t done, size_t total, int64_t bytes) {
       llvm::errs() << "affine-run: " << done << "/" << total << " tensors, "
                    << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
+      return true;
     };
   llvm::Expected<ExportStats> stats = exportModel(checkpoint, folder, options);
   if (!stats)
@@ -288,10 +289,11 @@ static int runExport() {
   return writeModel(**checkpoint, exportFolder);
 }
 
-static void printProgress(size_t done, size_t total, int64_t bytes) {
+static bool printProgress(size_t done, size_t total, int64_t bytes) {
   llvm::errs() << "affine-run: " << done << "/" << total << " files, "
                << llvm::format("%.1f", bytes / 1e6)
                << " MB of tensors written\n";
+  return true;
 }
 
 /// Writes `checkpoint` at the target the command line gives; at `stage`

@@ -475,6 +475,7 @@ static llvm::Expected<TransferOptions> getOptions() {
     options.progress = [](size_t done, size_t total, int64_t bytes) {
       llvm::errs() << "affine-run: " << done << "/" << total << " parameters, "
                    << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
+      return true;
     };
 
   return options;

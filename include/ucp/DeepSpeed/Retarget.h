@@ -27,6 +27,7 @@
 #ifndef UCP_DEEPSPEED_RETARGET_H
 #define UCP_DEEPSPEED_RETARGET_H
 
+#include "ucp/Support/Progress.h"
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 
 #include <functional>
@@ -55,7 +56,7 @@ struct RetargetOptions {
   /// Return only once the outputs are on disk.
   bool syncOutputs = true;
   /// Called about once a second with (files done, files, bytes written).
-  std::function<void(size_t, size_t, int64_t)> progress;
+  ProgressFunction progress;
 };
 
 struct RetargetStats {

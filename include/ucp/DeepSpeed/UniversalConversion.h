@@ -18,6 +18,7 @@
 #ifndef UCP_DEEPSPEED_UNIVERSALCONVERSION_H
 #define UCP_DEEPSPEED_UNIVERSALCONVERSION_H
 
+#include "ucp/Support/Progress.h"
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 
 #include <functional>
@@ -38,7 +39,7 @@ struct UniversalOptions {
   /// Return only once the outputs are on disk.
   bool syncOutputs = true;
   /// Called about once a second with (files done, files, bytes written).
-  std::function<void(size_t, size_t, int64_t)> progress;
+  ProgressFunction progress;
 };
 
 struct UniversalStats {

@@ -17,6 +17,7 @@
 #ifndef UCP_JOBS_EXPORT_H
 #define UCP_JOBS_EXPORT_H
 
+#include "ucp/Support/Progress.h"
 #include "ucp/Checkpoint/CheckpointModel.h"
 
 #include "llvm/Support/Error.h"
@@ -35,7 +36,7 @@ struct ExportOptions {
   /// Wait until the files are on disk before returning.
   bool syncOutputs = true;
   /// Called about once a second with (tensors done, tensors, bytes).
-  std::function<void(size_t, size_t, int64_t)> progress;
+  ProgressFunction progress;
 };
 
 struct ExportStats {

@@ -17,6 +17,7 @@
 #ifndef UCP_JOBS_TRANSFER_H
 #define UCP_JOBS_TRANSFER_H
 
+#include "ucp/Support/Progress.h"
 #include "ucp/Element/DType.h"
 #include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Plan/CopyProgram.h"
@@ -66,7 +67,7 @@ struct TransferOptions {
   ProcessGroup *group = nullptr;
   /// Called about once a second with (parameters done, parameters, bytes
   /// written so far); with a group, by process 0 only, with its own bytes.
-  std::function<void(size_t, size_t, int64_t)> progress;
+  ProgressFunction progress;
 };
 
 struct TransferStats {

@@ -224,12 +224,32 @@ Error Unpickler::persistentLoad() {
   if (at(parts[4]).integer < 0)
     return fail("a storage of " + std::to_string(at(parts[4]).integer) +
                 " elements");
+  // torch.load loads a key once and hands the first storage to every later
+  // reference, whatever type and size they name: the same key is the same
+  // storage here, and one that names another type or size is refused
+  // rather than read otherwise than torch reads it.
+  llvm::StringRef key = at(parts[2]).text;
+  int64_t elements = at(parts[4]).integer;
+  auto [known, first] = storageKeys.try_emplace(key, 0);
+  if (!first) {
+    const PickleValue &earlier = at(known->second);
+    if (earlier.dtype != *type || earlier.elements != elements)
+      return fail("storage '" + key + "' is named as " +
+                  std::to_string(elements) + " " +
+                  getSafetensorsName(*type) + " elements after " +
+                  std::to_string(earlier.elements) + " " +
+                  getSafetensorsName(earlier.dtype) +
+                  " ones; torch would read both as the first");
+    stack.push_back(known->second);
+    return Error::success();
+  }
   PickleValue storage;
   storage.kind = PickleValue::Storage;
   storage.dtype = *type;
-  storage.text = at(parts[2]).text;
-  storage.elements = at(parts[4]).integer;
-  stack.push_back(add(std::move(storage)));
+  storage.text = key.str();
+  storage.elements = elements;
+  known->second = add(std::move(storage));
+  stack.push_back(known->second);
   return Error::success();
 }
 

@@ -13,6 +13,7 @@
 #include "ucp/Formats/Torch/Pickle.h"
 
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/StringMap.h"
 
 namespace ucp {
 
@@ -66,6 +67,8 @@ private:
   std::vector<PickleRef> stack;
   std::vector<size_t> marks;
   llvm::DenseMap<uint64_t, PickleRef> memo;
+  /// The storage value of each key seen in a persistent id.
+  llvm::StringMap<PickleRef> storageKeys;
   bool stopped = false;
 };
 

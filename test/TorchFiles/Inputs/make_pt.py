@@ -207,6 +207,11 @@ def main(folder):
     write(os.path.join(folder, "zip64.pt"), good, storages, zip64=True)
     write(os.path.join(folder, "torch2.pt"), good, storages,
           extra=[("byteorder", b"little"), (".data/serialization_id", b"1")])
+    # One storage key named twice with one type: one storage, as torch has.
+    write(os.path.join(folder, "storage-shared.pt"),
+          dumps({"a": Tensor(Storage(FloatStorage, "0", 8), 0, [2], [1]),
+                 "b": Tensor(Storage(FloatStorage, "0", 8), 4, [4], [1])}),
+          storages)
     # Python's pickle.load would create this file; a safe reader never does.
     touch = ("touch " + os.path.join(folder, "executed")).encode()
     bad = {
@@ -249,6 +254,13 @@ def main(folder):
         "trailing-bytes": (b"\x80\x02N.junk", {}, {}),
         "no-stop": (b"\x80\x02N", {}, {}),
         "two-values": (b"\x80\x02NN.", {}, {}),
+        # One storage key named with two types: torch reads both tensors as
+        # the first type.
+        "storage-two-types":
+            (dumps({"a": Tensor(Storage(FloatStorage, "0", 8), 0, [8], [1]),
+                    "b": Tensor(Storage(BFloat16Storage, "0", 16), 0, [16],
+                                [1])}),
+             storages, {}),
         "tensor-hooks":
             (dumps({"t": Tensor(Storage(FloatStorage, "0", 8), 0, [8], [1],
                                 hooks=[(0, "hook")])}),
