@@ -20,6 +20,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fcntl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -83,15 +84,32 @@ void removeEntry(int parent, const char *name, int depth) {
   ::unlinkat(parent, name, AT_REMOVEDIR);
 }
 
+/// Removes the folder `path` and all it holds. Other threads may still be
+/// writing into it, so it is first renamed away (its last six characters,
+/// the random part of a temporary's name, become "remove": the next run's
+/// sweep still knows it): files they create after that fail, rather than
+/// land in a folder being emptied.
+void removeTree(const char *path) {
+  char doomed[4096];
+  size_t length = std::strlen(path);
+  if (length >= 6 && length < sizeof(doomed)) {
+    std::memcpy(doomed, path, length + 1);
+    std::memcpy(doomed + length - 6, "remove", 6);
+    if (::rename(path, doomed) == 0)
+      path = doomed;
+  }
+  removeEntry(AT_FDCWD, path, 0);
+}
+
 /// Removes the folders registered with their contents, then the empty ones
 /// (parents made for them): as many passes as there are, since a parent
 /// empties only once its child is gone.
 void removeRegisteredFolders() {
   for (std::atomic<FolderEntry *> &slot : registeredFolders) {
     FolderEntry *entry = slot.load();
-    if (entry && entry->withContents && slot.compare_exchange_strong(entry,
-                                                                     nullptr))
-      removeEntry(AT_FDCWD, entry->path, 0);
+    if (entry && entry->withContents &&
+        slot.compare_exchange_strong(entry, nullptr))
+      removeTree(entry->path);
   }
   for (size_t pass = 0; pass < kMaxFolders; ++pass) {
     bool removed = false;
@@ -109,9 +127,24 @@ void removeRegisteredFolders() {
 
 /// Removes the registered folders, then runs LLVM's handler, which removes
 /// the registered files and ends the process by the signal.
+/// 0 until a handler starts removing the folders, 1 while it does, 2 after.
+std::atomic<int> removal{0};
+
 void handleInterrupt(int signal, siginfo_t *info, void *context) {
   int savedErrno = errno;
-  removeRegisteredFolders();
+  // One thread removes; a signal delivered to another thread meanwhile
+  // waits for it, rather than end the process halfway. (On the removing
+  // thread, the handler's mask holds every interrupt signal back.)
+  int idle = 0;
+  if (removal.compare_exchange_strong(idle, 1)) {
+    removeRegisteredFolders();
+    removal = 2;
+  } else {
+    while (removal.load() != 2) {
+      struct timespec pause = {0, 1000000};
+      ::nanosleep(&pause, nullptr);
+    }
+  }
   errno = savedErrno;
   for (size_t i = 0; i < kInterruptSignals.size(); ++i) {
     if (kInterruptSignals[i] != signal)
@@ -147,7 +180,11 @@ void ucp::installSignalHandlers(const char *argv0) {
     struct sigaction ours = {};
     ours.sa_sigaction = handleInterrupt;
     ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    // Another interrupt (timeout's second SIGTERM, a SIGPIPE from a reader
+    // that was killed too) waits until the folders are gone.
     sigemptyset(&ours.sa_mask);
+    for (int other : kInterruptSignals)
+      sigaddset(&ours.sa_mask, other);
     sigaction(signal, &ours, &llvmHandlers[i]);
   }
 }
