@@ -194,6 +194,9 @@ private:
   /// Every optimizer file records the same Adam step for each parameter
   /// group, or none does: DeepSpeed steps every rank together.
   llvm::Error checkSteps() const;
+  /// ZeRO-1/2: every module weight has the shape param_shapes gives it
+  /// (MasterWeightCheck.cpp).
+  llvm::Error checkParamShapes() const;
   /// ZeRO-1/2: every module weight is its fp32 master, joined from its
   /// model-parallel rank's fragments, written to the weight's type
   /// (MasterWeightCheck.cpp).

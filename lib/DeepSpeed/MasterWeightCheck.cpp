@@ -1,5 +1,11 @@
 //===- MasterWeightCheck.cpp - Module weights against their masters -------===//
 //
+// The module weights of the model states are checked against what the
+// other records of the checkpoint say of them: their shapes against
+// `param_shapes` of the same file (so that an edited shape is blamed on the
+// file that holds it, not on the optimizer files whose fragments then no
+// longer fit), and their values against the fp32 masters.
+//
 // A ZeRO-1/2 checkpoint holds every trainable parameter twice: the module
 // weight in each model-parallel rank's model states, and the fp32 master
 // in that rank's optimizer files, cut into fragments over the DP ranks.
@@ -225,6 +231,37 @@ static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
          std::to_string(*getNumElements(shape)) +
          " elements differ); the files are not of one rank of one run (a "
          "file of another rank or run?)";
+}
+
+Error DeepSpeedReader::checkParamShapes() const {
+  if (files.zero3)
+    return Error::success();
+  for (size_t o = 0; o < models.size() && o < checkpoint.modelFiles.size();
+       ++o) {
+    const TorchFile &model = *checkpoint.modelFiles[o];
+    PickleCursor root(model.getDocument());
+    std::optional<PickleCursor> module = root.find("module");
+    for (const std::vector<GroupParam> &group : models[o].groups)
+      for (const GroupParam &param : group) {
+        std::optional<PickleCursor> value =
+            module ? module->find(param.name) : std::nullopt;
+        if (!value)
+          continue; // An expert, kept in its own files.
+        llvm::Expected<PickleRef> ref = value->getTensor();
+        if (!ref) {
+          llvm::consumeError(ref.takeError());
+          continue;
+        }
+        TensorData weight = model.getTensor(*ref);
+        if (weight.shape != param.shape)
+          return makeError(model.getPath(),
+                           "param_shapes gives '" + param.name + "' " +
+                               formatList(param.shape) +
+                               ", but its module weight in the same file is " +
+                               formatList(weight.shape));
+      }
+  }
+  return Error::success();
 }
 
 Error DeepSpeedReader::checkWeightsAgainstMasters() const {
