@@ -2,7 +2,7 @@
 //
 // The folder removal runs inside a signal handler, so it uses only
 // async-signal-safe calls: the registered folders sit in a fixed table of
-// atomic pointers (no lock, no allocation in the handler), and a folder is
+// slots with atomic states (no lock, no allocation anywhere), and a folder is
 // walked with openat, getdents64 and unlinkat on stack buffers, since
 // opendir and the C++ file system calls allocate.
 //
@@ -18,7 +18,6 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <fcntl.h>
@@ -27,17 +26,21 @@
 
 namespace {
 
-/// One registered folder: an absolute path, and whether its contents go.
-struct FolderEntry {
-  bool withContents;
-  char path[1]; // Allocated to hold the whole path.
+/// One slot of the table of registered folders: an absolute path, and
+/// whether its contents go. The table is static, so that nothing is
+/// allocated or freed while a handler on another thread may read it.
+struct FolderSlot {
+  enum State { Free, Writing, Registered, Taken };
+  std::atomic<int> state{Free};
+  bool withContents = false;
+  char path[4096];
 };
 
-/// The registered folders. An entry taken out of the table is never freed:
-/// a handler running on another thread may be reading it, and a process
-/// registers a handful.
 constexpr size_t kMaxFolders = 64;
-std::array<std::atomic<FolderEntry *>, kMaxFolders> registeredFolders;
+std::array<FolderSlot, kMaxFolders> registeredFolders;
+
+/// 0 until a handler starts removing the folders, 1 while it does, 2 after.
+std::atomic<int> removal{0};
 
 /// The interrupt signals, and the handlers LLVM installed for them.
 constexpr std::array<int, 5> kInterruptSignals = {SIGHUP, SIGINT, SIGTERM,
@@ -105,21 +108,20 @@ void removeTree(const char *path) {
 /// (parents made for them): as many passes as there are, since a parent
 /// empties only once its child is gone.
 void removeRegisteredFolders() {
-  for (std::atomic<FolderEntry *> &slot : registeredFolders) {
-    FolderEntry *entry = slot.load();
-    if (entry && entry->withContents &&
-        slot.compare_exchange_strong(entry, nullptr))
-      removeTree(entry->path);
+  for (FolderSlot &slot : registeredFolders) {
+    int registered = FolderSlot::Registered;
+    if (slot.withContents &&
+        slot.state.compare_exchange_strong(registered, FolderSlot::Taken))
+      removeTree(slot.path);
   }
   for (size_t pass = 0; pass < kMaxFolders; ++pass) {
     bool removed = false;
-    for (std::atomic<FolderEntry *> &slot : registeredFolders) {
-      FolderEntry *entry = slot.load();
-      if (entry && ::rmdir(entry->path) == 0) {
-        slot.compare_exchange_strong(entry, nullptr);
+    for (FolderSlot &slot : registeredFolders)
+      if (slot.state.load() == FolderSlot::Registered &&
+          ::rmdir(slot.path) == 0) {
+        slot.state = FolderSlot::Taken;
         removed = true;
       }
-    }
     if (!removed)
       break;
   }
@@ -127,9 +129,6 @@ void removeRegisteredFolders() {
 
 /// Removes the registered folders, then runs LLVM's handler, which removes
 /// the registered files and ends the process by the signal.
-/// 0 until a handler starts removing the folders, 1 while it does, 2 after.
-std::atomic<int> removal{0};
-
 void handleInterrupt(int signal, siginfo_t *info, void *context) {
   int savedErrno = errno;
   // One thread removes; a signal delivered to another thread meanwhile
@@ -193,28 +192,32 @@ void ucp::removeFolderOnSignal(llvm::StringRef path, bool withContents) {
   llvm::SmallString<256> absolute(path);
   if (llvm::sys::fs::make_absolute(absolute))
     return;
-  auto *entry = static_cast<FolderEntry *>(
-      std::malloc(sizeof(FolderEntry) + absolute.size()));
-  if (!entry)
+  // Once a handler runs, the table stays as it is. A path too long for a
+  // slot, or a full table, leaves the folder to the next run's sweep.
+  if (removal.load() != 0 ||
+      absolute.size() >= sizeof(registeredFolders[0].path))
     return;
-  entry->withContents = withContents;
-  std::memcpy(entry->path, absolute.c_str(), absolute.size() + 1);
-  for (std::atomic<FolderEntry *> &slot : registeredFolders) {
-    FolderEntry *empty = nullptr;
-    if (slot.compare_exchange_strong(empty, entry))
-      return;
+  for (FolderSlot &slot : registeredFolders) {
+    int free = FolderSlot::Free;
+    if (!slot.state.compare_exchange_strong(free, FolderSlot::Writing))
+      continue;
+    slot.withContents = withContents;
+    std::memcpy(slot.path, absolute.c_str(), absolute.size() + 1);
+    slot.state = FolderSlot::Registered;
+    return;
   }
-  // A full table: the folder is left to the next run's sweep.
-  std::free(entry);
 }
 
 void ucp::dontRemoveFolderOnSignal(llvm::StringRef path) {
   llvm::SmallString<256> absolute(path);
   if (llvm::sys::fs::make_absolute(absolute))
     return;
-  for (std::atomic<FolderEntry *> &slot : registeredFolders) {
-    FolderEntry *entry = slot.load();
-    if (entry && absolute == entry->path)
-      slot.compare_exchange_strong(entry, nullptr);
+  for (FolderSlot &slot : registeredFolders) {
+    if (slot.state.load() != FolderSlot::Registered || absolute != slot.path)
+      continue;
+    // Freed for reuse only while no handler reads the table.
+    int registered = FolderSlot::Registered;
+    if (removal.load() == 0)
+      slot.state.compare_exchange_strong(registered, FolderSlot::Free);
   }
 }

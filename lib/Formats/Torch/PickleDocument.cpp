@@ -72,7 +72,7 @@ std::optional<PickleRef> PickleDocument::lookup(PickleRef dict,
   return std::nullopt;
 }
 
-llvm::Error PickleDocument::indexDicts() {
+llvm::Error PickleDocument::indexDicts(bool refuseRepeats) {
   dictIndex.clear();
   auto twice = [](llvm::StringRef key) {
     return makeError("the pickle's dict holds the key '" + key +
@@ -84,6 +84,8 @@ llvm::Error PickleDocument::indexDicts() {
     if (value.kind != PickleValue::Dict)
       continue;
     if (value.items.size() < kIndexedDictSize) {
+      if (!refuseRepeats)
+        continue;
       for (size_t i = 0; i + 1 < value.items.size(); i += 2) {
         const PickleValue &k = values[value.items[i]];
         for (size_t j = 0; j < i && k.kind == PickleValue::String; j += 2) {
@@ -98,7 +100,8 @@ llvm::Error PickleDocument::indexDicts() {
     for (size_t i = 0; i + 1 < value.items.size(); i += 2) {
       const PickleValue &k = values[value.items[i]];
       if (k.kind == PickleValue::String &&
-          !index.try_emplace(k.text, value.items[i + 1]).second)
+          !index.try_emplace(k.text, value.items[i + 1]).second &&
+          refuseRepeats)
         return twice(k.text);
     }
   }

@@ -543,7 +543,7 @@ Expected<PickleDocument> Unpickler::run() {
                      " bytes past its STOP opcode");
   if (Error error = checkTree())
     return std::move(error);
-  if (Error error = document.indexDicts())
+  if (Error error = document.indexDicts(/*refuseRepeats=*/true))
     return std::move(error);
   llvm::sort(document.opaqueGlobals);
   document.opaqueGlobals.erase(

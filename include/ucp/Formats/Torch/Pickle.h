@@ -127,10 +127,11 @@ public:
 private:
   friend class Unpickler;
   friend class PickleBuilder;
-  /// Indexes the string keys of large dicts, once the values are final;
-  /// refuses a dict that holds a string key twice (Python keeps the last
-  /// value, a scan the first: neither is guessed).
-  llvm::Error indexDicts();
+  /// Indexes the string keys of large dicts, once the values are final.
+  /// With `refuseRepeats`, refuses a dict that holds a string key twice
+  /// (Python keeps the last value, a scan the first: neither is guessed);
+  /// without, the first is indexed, as a scan finds it.
+  llvm::Error indexDicts(bool refuseRepeats);
   // A deque: values are large, and growing never moves them.
   std::deque<PickleValue> values;
   PickleRef root = 0;
