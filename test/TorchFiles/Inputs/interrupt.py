@@ -49,7 +49,7 @@ def interrupt(case, command, made, sig, then=None, files=1):
                            stderr=errors,
                            preexec_fn=lambda: [signal.signal(s, signal.SIG_DFL)
                                                for s in (sig, then) if s])
-    deadline = time.monotonic() + 120
+    deadline = time.monotonic() + 600
     while started_output(made, files) is None:
         if job.poll() is not None:
             sys.exit("%s: the job ended (%d) before its output started: %s"
@@ -85,8 +85,8 @@ def main(affine_run, tag, small, work):
                    "{made}/model.safetensors"],
         # Tens of thousands of small files: their removal takes long
         # enough for a second signal to arrive during it.
-        "ds-retarget-many": ["ds-retarget", "--dp", "30000", "--input_folder",
-                             small, "--output_folder", "{made}/dp30000"],
+        "ds-retarget-many": ["ds-retarget", "--dp", "8000", "--input_folder",
+                             small, "--output_folder", "{made}/dp8000"],
     }
     cases = [("ds-to-universal", signal.SIGINT),
              ("ds-to-universal", signal.SIGTERM),
@@ -99,7 +99,7 @@ def main(affine_run, tag, small, work):
         os.makedirs(os.path.dirname(made))
         command = [affine_run] + [arg.format(made=made) for arg in jobs[job]]
         interrupt(case, command, made, sig, *then,
-                  files=5000 if job == "ds-retarget-many" else 1)
+                  files=2000 if job == "ds-retarget-many" else 1)
     return 0
 
 
