@@ -15,12 +15,13 @@ using llvm::ArrayRef;
 
 std::optional<ReplicaPolicy::Kind>
 ucp::parseReplicaPolicyKind(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<ReplicaPolicy::Kind>>(name)
-      .Case("lowest", ReplicaPolicy::Lowest)
-      .Case("local", ReplicaPolicy::Local)
-      .Case("node", ReplicaPolicy::Node)
-      .Case("balance", ReplicaPolicy::Balance)
-      .Default(std::nullopt);
+  // One table of names: getReplicaPolicyName's.
+  for (ReplicaPolicy::Kind kind :
+       {ReplicaPolicy::Lowest, ReplicaPolicy::Local, ReplicaPolicy::Node,
+        ReplicaPolicy::Balance})
+    if (getReplicaPolicyName(kind) == name)
+      return kind;
+  return std::nullopt;
 }
 
 llvm::StringRef ucp::getReplicaPolicyName(ReplicaPolicy::Kind kind) {
