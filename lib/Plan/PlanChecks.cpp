@@ -5,7 +5,6 @@
 #include "ucp/Map/Invariants.h"
 #include "ucp/Plan/TransferPlan.h"
 
-#include "llvm/ADT/StringSwitch.h"
 
 #include <cmath>
 #include <tuple>
