@@ -57,7 +57,7 @@ int64_t DeepSpeedReader::getGroupDpDegree(size_t g) const {
 }
 
 int64_t DeepSpeedReader::getGroupOuterDegree(size_t g) const {
-  return expertGroups.count(g) ? checkpoint.getAutoEpSize() : files.tp;
+  return expertGroups.count(g) ? checkpoint.getAutoEpSize() : files.mp;
 }
 
 /// Checks what file `path` (of grid rank `rank`) says of the rank that
@@ -291,9 +291,10 @@ Error DeepSpeedReader::readExpertParallelLayout() {
     layers.push_back(record.layer);
   }
   int64_t ep = layers.front().epSize;
-  if (files.tp != 1)
-    return makeError(path + ": AutoEP with tensor parallelism (mp_world_size " +
-                     std::to_string(files.tp) + ") is not converted");
+  if (files.mp != 1)
+    return makeError(path + ": AutoEP with tensor or pipeline parallelism "
+                            "(mp_world_size " +
+                     std::to_string(files.mp) + ") is not converted");
   // A Universal folder is one rank of whole tensors: its layers record
   // the source's grid, which its files no longer have.
   if (!checkpoint.universal && files.dp % ep != 0)

@@ -2,8 +2,11 @@
 //
 // Opening runs the steps of DeepSpeedReader.h in order: list the folder,
 // read every file's states, check that they are of one run, place every
-// fragment, and build each parameter's map (TP map nested with the DP
-// fragments of its TP shards).
+// fragment, and build each parameter's map (ParamGrid.cpp).
+//
+// A pipeline run's files are those of a grid of DP x MP ranks like any
+// other, the model-parallel rank counting the TP ranks of every stage; its
+// stages differ only in which parameters their files list.
 //
 //===----------------------------------------------------------------------===//
 
@@ -56,6 +59,15 @@ Error DeepSpeedReader::readFiles() {
   return Error::success();
 }
 
+/// checkpoint_parallel_dimensions as "{pp_degree 2, tp_degree 1}".
+static std::string
+describeDegrees(const std::optional<std::pair<int64_t, int64_t>> &degrees) {
+  if (!degrees)
+    return "none";
+  return "{pp_degree " + std::to_string(degrees->first) + ", tp_degree " +
+         std::to_string(degrees->second) + "}";
+}
+
 /// Refuses files that disagree with the first of their kind: `what` names
 /// the value, `value` reads it from file `i`.
 template <typename Value>
@@ -68,11 +80,22 @@ static Error checkAgree(llvm::ArrayRef<std::string> paths, llvm::StringRef what,
   return Error::success();
 }
 
+std::vector<size_t> DeepSpeedReader::getFirstFileOfGroups() const {
+  std::vector<size_t> first;
+  for (size_t r = 0; r < optimizers.size(); ++r)
+    while (first.size() < optimizers[r].groups.size())
+      first.push_back(r);
+  return first;
+}
+
 Error DeepSpeedReader::checkSteps() const {
   const std::vector<std::string> &paths = files.optimizerFiles;
-  for (size_t g = 0; g < optimizers[0].groups.size(); ++g) {
+  std::vector<size_t> firstFile = getFirstFileOfGroups();
+  for (size_t g = 0; g < firstFile.size(); ++g) {
     std::optional<double> first;
-    for (size_t r = 0; r < optimizers.size(); ++r) {
+    for (size_t r = firstFile[g]; r < optimizers.size(); ++r) {
+      if (g >= optimizers[r].groups.size())
+        continue; // A stage of fewer groups.
       std::optional<PickleRef> step = optimizers[r].groups[g].step;
       std::optional<double> value;
       if (step) {
@@ -82,7 +105,7 @@ Error DeepSpeedReader::checkSteps() const {
           return read.takeError();
         value = *read;
       }
-      if (r == 0) {
+      if (r == firstFile[g]) {
         first = value;
         continue;
       }
@@ -93,7 +116,8 @@ Error DeepSpeedReader::checkSteps() const {
       };
       if (value != first)
         return makeError(paths[r] + ": parameter group " + std::to_string(g) +
-                         " has " + describe(value) + ", where " + paths[0] +
+                         " has " + describe(value) + ", where " +
+                         paths[firstFile[g]] +
                          " has " + describe(first) +
                          ": DeepSpeed steps every rank together, so the "
                          "folder mixes files of two runs or steps");
@@ -105,13 +129,16 @@ Error DeepSpeedReader::checkSteps() const {
 Error DeepSpeedReader::checkOneRun() const {
   const std::vector<std::string> &modelPaths = files.modelFiles;
   for (auto [path, model] : llvm::zip(modelPaths, models))
-    if (model.mpWorldSize != files.tp || model.dpWorldSize != files.dp)
-      return makeError(
-          path + ": it records mp_world_size " +
-          std::to_string(model.mpWorldSize) + " and dp_world_size " +
-          std::to_string(model.dpWorldSize) +
-          ", but the folder holds the files of " + std::to_string(files.tp) +
-          " TP x " + std::to_string(files.dp) + " DP ranks");
+    if (model.mpWorldSize != files.mp || model.dpWorldSize != files.dp ||
+        model.ppTpDegrees != models[0].ppTpDegrees)
+      return makeError(path + ": it records mp_world_size " +
+                       std::to_string(model.mpWorldSize) +
+                       ", dp_world_size " + std::to_string(model.dpWorldSize) +
+                       " and checkpoint_parallel_dimensions " +
+                       describeDegrees(model.ppTpDegrees) + ", but " +
+                       modelPaths[0] + " a grid of " +
+                       describeGrid(files.dp, files.pp, files.tp) + " (" +
+                       describeDegrees(models[0].ppTpDegrees) + ")");
   auto model = [&](auto field) {
     return [&, field](size_t i) { return field(models[i]); };
   };
@@ -125,35 +152,46 @@ Error DeepSpeedReader::checkOneRun() const {
   if (Error error = checkAgree(optimizerPaths, "ZeRO stage",
                                [&](size_t i) { return optimizers[i].stage; }))
     return error;
-  for (auto [path, optimizer] : llvm::zip(optimizerPaths, optimizers)) {
+  for (size_t r = 0; r < optimizers.size(); ++r) {
+    const std::string &path = optimizerPaths[r];
+    const TensorStates &optimizer = optimizers[r];
+    // ZeRO-1/2 model states are per model-parallel rank, ZeRO-3's per rank.
+    const ModelStates &model = getModel(r % files.mp);
     if (optimizer.version != models[0].version)
       return makeError(path + ": its ds_version differs from " + modelPaths[0] +
                        "'s: the folder mixes the files of two runs");
-    if (optimizer.groups.size() != models[0].groups.size())
+    if (optimizer.groups.size() != model.groups.size())
       return makeError(path + ": it holds " +
                        std::to_string(optimizer.groups.size()) +
                        " parameter groups, the model states " +
-                       std::to_string(models[0].groups.size()));
-    for (size_t g = 0; g < optimizer.groups.size(); ++g)
-      if (optimizer.groups[g].moments != optimizers[0].groups[g].moments)
+                       std::to_string(model.groups.size()));
+    // Group g of every stage steps together: the first file holding it
+    // says whether it has its moments.
+    for (size_t g = 0; g < optimizer.groups.size(); ++g) {
+      if (g == checkpoint.groupMoments.size())
+        checkpoint.groupMoments.push_back(optimizer.groups[g].moments);
+      if (optimizer.groups[g].moments != checkpoint.groupMoments[g])
         return makeError(path + ": it holds " +
                          (optimizer.groups[g].moments ? "" : "no ") +
                          "Adam moments of parameter group " +
-                         std::to_string(g) + ", " + optimizerPaths[0] + " " +
+                         std::to_string(g) + ", " +
+                         optimizerPaths[getFirstFileOfGroups()[g]] + " " +
                          (optimizer.groups[g].moments ? "none" : "some") +
                          ": the folder mixes the files of two runs");
+    }
   }
-  for (const RankGroup &group : optimizers[0].groups)
-    checkpoint.groupMoments.push_back(group.moments);
   for (size_t r = 0; r < optimizers.size(); ++r)
     if (Error error = checkPartitionCounts(r))
       return error;
   if (Error error = checkSteps())
     return error;
-  // Every TP rank lists the same parameters in the same groups (their
-  // shapes may differ: they are TP shards).
+  // Every TP rank of a stage lists the same parameters in the same groups
+  // (their shapes may differ: they are TP shards); stages list their own.
   for (size_t i = 1; i < models.size(); ++i) {
-    const ModelStates &first = getModel(0), &other = models[i];
+    size_t stageFirst = i % files.mp / files.tp * files.tp;
+    if (i == stageFirst)
+      continue;
+    const ModelStates &first = getModel(stageFirst), &other = models[i];
     bool same = first.groups.size() == other.groups.size();
     for (size_t g = 0; same && g < first.groups.size(); ++g) {
       same = first.groups[g].size() == other.groups[g].size();
@@ -164,18 +202,18 @@ Error DeepSpeedReader::checkOneRun() const {
       return makeError(modelPaths[i] +
                        ": its param_shapes list other "
                        "parameters or groups than " +
-                       modelPaths[0] + "'s");
+                       modelPaths[stageFirst] + "'s");
     // ZeRO-3 DP ranks of one TP rank record identical shapes.
-    if (files.zero3 && i >= static_cast<size_t>(files.tp))
+    if (files.zero3 && i >= static_cast<size_t>(files.mp))
       for (size_t g = 0; g < other.groups.size(); ++g)
         for (size_t p = 0; p < other.groups[g].size(); ++p)
           if (other.groups[g][p].shape !=
-              models[i % files.tp].groups[g][p].shape)
+              models[i % files.mp].groups[g][p].shape)
             return makeError(
                 modelPaths[i] + ": parameter '" + other.groups[g][p].name +
                 "' has shape " + formatList(other.groups[g][p].shape) +
-                ", but " + modelPaths[i % files.tp] + " says " +
-                formatList(models[i % files.tp].groups[g][p].shape));
+                ", but " + modelPaths[i % files.mp] + " says " +
+                formatList(models[i % files.mp].groups[g][p].shape));
   }
   return Error::success();
 }
@@ -219,7 +257,7 @@ Error DeepSpeedReader::checkPartitionCounts(size_t rank) const {
 
 Error DeepSpeedReader::readTensorParallelLayout() {
   const std::optional<llvm::json::Value> &info = getModel(0).universalInfo;
-  for (int64_t t = 1; t < files.tp; ++t)
+  for (int64_t t = 1; t < files.mp; ++t)
     if (getModel(t).universalInfo != info)
       return makeError(files.modelFiles[t] +
                        ": its universal_checkpoint_info differs from " +
@@ -293,68 +331,6 @@ DeepSpeedReader::buildExpertMap(llvm::StringRef name, size_t layer,
   return buildAutoEpExpertMap(name, checkpoint.autoEpLayers[layer], localShape);
 }
 
-Error DeepSpeedReader::buildParams() {
-  for (size_t g = 0; g < getModel(0).groups.size(); ++g) {
-    // Model-parallel ranks (TP, or EP for experts) x DP (or EDP) ranks.
-    int64_t outer = getGroupOuterDegree(g), dp = getGroupDpDegree(g);
-    bool experts = expertGroups.count(g);
-    // Every EP rank's expert shapes are those of the first model file.
-    auto getShapes = [&](int64_t o) -> const std::vector<GroupParam> & {
-      return getModel(experts ? 0 : o).groups[g];
-    };
-    // Per outer rank: every parameter's slice on each DP rank.
-    std::vector<std::vector<std::vector<FragmentSlice>>> placements;
-    for (int64_t o = 0; o < outer; ++o) {
-      std::vector<const RankGroup *> ranks;
-      std::vector<std::string> paths;
-      for (int64_t d = 0; d < dp; ++d) {
-        ranks.push_back(&optimizers[d * outer + o].groups[g]);
-        paths.push_back(files.optimizerFiles[d * outer + o]);
-      }
-      Expected<std::vector<std::vector<FragmentSlice>>> placement =
-          placeFragments(getShapes(o), ranks, paths, files.zero3);
-      if (!placement)
-        return placement.takeError();
-      placements.push_back(std::move(*placement));
-    }
-    for (size_t p = 0; p < getModel(0).groups[g].size(); ++p) {
-      DeepSpeedParam param;
-      param.name = getModel(0).groups[g][p].name;
-      param.group = g;
-      if (experts)
-        param.expertLayer = expertLayers[g][p];
-      std::vector<ParamMap> inner;
-      param.slices.resize(outer * dp);
-      for (int64_t o = 0; o < outer; ++o) {
-        param.tpShapes.push_back(getShapes(o)[p].shape);
-        Extents sizes;
-        for (int64_t d = 0; d < dp; ++d) {
-          param.slices[d * outer + o] = placements[o][p][d];
-          sizes.push_back(placements[o][p][d].count);
-        }
-        Expected<ParamMap> fragments =
-            buildFlatRangeLayout(param.name, param.tpShapes.back(), sizes);
-        if (!fragments)
-          return fragments.takeError();
-        inner.push_back(std::move(*fragments));
-      }
-      Expected<ParamMap> outerMap =
-          experts ? buildExpertMap(param.name, *param.expertLayer,
-                                   param.tpShapes.front())
-                  : buildTpMap(param.name, param.tpShapes);
-      if (!outerMap)
-        return outerMap.takeError();
-      Expected<ParamMap> map = nestShardMaps(*outerMap, inner);
-      if (!map)
-        return map.takeError();
-      param.map = std::move(*map);
-      param.tpMap = std::move(*outerMap);
-      checkpoint.params.push_back(std::move(param));
-    }
-  }
-  return Error::success();
-}
-
 Error DeepSpeedReader::run(llvm::StringRef folder) {
   Expected<FolderScan> scan = scanCheckpointFolder(folder);
   if (!scan)
@@ -371,16 +347,25 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
                             {"dp_world_size", grid->dpWorldSize}})
     if (std::string error = checkWorldSize(size, what); !error.empty())
       return makeError((*first)->getPath() + ": " + error);
-  Expected<CheckpointFiles> listed =
-      selectGridFiles(*scan, grid->mpWorldSize, grid->dpWorldSize);
+  Expected<std::pair<int64_t, int64_t>> stages =
+      getPipelineGrid(*scan, **first, *grid);
+  if (!stages)
+    return stages.takeError();
+  Expected<CheckpointFiles> listed = selectGridFiles(
+      *scan, stages->first, stages->second, grid->dpWorldSize);
   if (!listed)
     return listed.takeError();
   files = std::move(*listed);
   checkpoint.folder = folder.str();
   checkpoint.optimizerPrefix = scan->prefix;
+  checkpoint.pp = files.pp;
   checkpoint.tp = files.tp;
   checkpoint.dp = files.dp;
   if (Error error = readFiles())
+    return error;
+  if (Error error = openLayerFiles())
+    return error;
+  if (Error error = deriveParamShapes())
     return error;
   if (Error error = readExpertParallelLayout())
     return error;
@@ -392,6 +377,10 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
   if (Error error = readTensorParallelLayout())
     return error;
   if (Error error = buildParams())
+    return error;
+  if (Error error = findLayerWeights())
+    return error;
+  if (Error error = checkTiedCopies())
     return error;
   if (Error error = checkWeightsAgainstMasters())
     return error;
@@ -462,6 +451,9 @@ TensorData DeepSpeedCheckpoint::getFragment(const DeepSpeedParam &param,
     return universalStates[getIndex(param)][static_cast<size_t>(state)];
   const RankFile &file = ranks[rank];
   const FragmentSlice &slice = param.slices[rank];
+  // A rank of a pipeline stage of fewer groups, which holds none of it.
+  if (param.group >= file.partitions.size())
+    return {DType::F32, {0}, {1}, nullptr};
   TensorData partition = file.file->getTensor(
       file.partitions[param.group][static_cast<size_t>(state)]);
   return {DType::F32,

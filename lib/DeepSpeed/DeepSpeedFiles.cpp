@@ -5,9 +5,14 @@
 //   ZeRO-1/2  mp_rank_<tp:02d>_model_states.pt             (per TP rank)
 //   ZeRO-3    zero_pp_rank_<dp>_mp_rank_<tp:02d>_model_states.pt
 //   both      [bf16_]zero_pp_rank_<dp>_mp_rank_<tp:02d>_optim_states.pt
-//   AutoEP    layer_<moe
-//   layer>_expert_<expert>_mp_rank_<tp:02d>_model_states.pt
+//   AutoEP    layer_<moe layer>_expert_<expert>_mp_rank_<tp:02d>_model_states.pt
 //             (ZeRO-1/2: one per routed expert, outside the grid)
+//   pipeline  layer_<layer:02d>-model_states.pt, or with TP
+//             layer_<layer:02d>-model_<tp:02d>-model_states.pt
+//             (PipelineModule: one per layer and TP rank, its module weights)
+//
+// In a pipeline run the mp_rank of the other names counts the
+// model-parallel ranks of every stage, stage-major (`stage * tp + t`).
 //
 // The grid is what the first model-state file records (dp_world_size and
 // mp_world_size); every position must have its files, and no other file
@@ -35,9 +40,10 @@ using llvm::StringRef;
 namespace {
 /// A file's kind and grid position, parsed from its name.
 struct NamedFile {
-  enum Kind { Model, Zero3Model, Optimizer, Expert } kind;
+  enum Kind { Model, Zero3Model, Optimizer, Expert, Layer } kind;
   int64_t dp = 0, tp = 0;
-  /// Expert files: the AutoEP layer and the global expert id.
+  /// Expert files: the AutoEP layer and the global expert id; layer files:
+  /// the pipeline layer.
   int64_t layer = 0, expert = 0;
   std::string prefix;
 };
@@ -53,6 +59,8 @@ static std::optional<NamedFile> parseName(StringRef name) {
       "^(bf16_)?zero_pp_rank_([0-9]+)_mp_rank_([0-9]+)_optim_states\\.pt$");
   static const llvm::Regex expert(
       "^layer_([0-9]+)_expert_([0-9]+)_mp_rank_([0-9]+)_model_states\\.pt$");
+  static const llvm::Regex layer(
+      "^layer_([0-9]+)-model_(([0-9]+)-model_)?states\\.pt$");
   llvm::SmallVector<StringRef, 4> parts;
   NamedFile file;
   auto number = [](StringRef text, int64_t &value) {
@@ -82,6 +90,14 @@ static std::optional<NamedFile> parseName(StringRef name) {
                ? std::optional(file)
                : std::nullopt;
   }
+  if (layer.match(name, &parts)) {
+    file.kind = NamedFile::Layer;
+    file.tp = -1; // Not named: a run without TP.
+    return number(parts[1], file.layer) &&
+                   (parts[3].empty() || number(parts[3], file.tp))
+               ? std::optional(file)
+               : std::nullopt;
+  }
   return std::nullopt;
 }
 
@@ -99,7 +115,8 @@ static std::string formatName(NamedFile::Kind kind, StringRef prefix,
     return prefix.str() + "zero_pp_rank_" + std::to_string(dp) + "_mp_rank_" +
            tpText + "_optim_states.pt";
   case NamedFile::Expert:
-    break; // Named by layer and expert, not by grid position.
+  case NamedFile::Layer:
+    break; // Named by layer, not by grid position.
   }
   return "";
 }
@@ -125,6 +142,14 @@ Expected<FolderScan> ucp::scanCheckpointFolder(StringRef folder) {
                                     "it out of the checkpoint folder");
     if (parsed->kind == NamedFile::Expert) {
       scan.expertFiles[{parsed->layer, parsed->expert}].push_back(it->path());
+      continue;
+    }
+    if (parsed->kind == NamedFile::Layer) {
+      if (!scan.layerFiles[parsed->layer].emplace(parsed->tp, it->path()).second)
+        return makeError(it->path() + ": a second file of pipeline layer " +
+                         std::to_string(parsed->layer) + " and TP rank " +
+                         std::to_string(parsed->tp) +
+                         " (named with and without its TP rank)");
       continue;
     }
     if (parsed->kind == NamedFile::Optimizer)
@@ -158,36 +183,55 @@ std::string ucp::getFirstModelFile(const FolderScan &scan) {
                     0, 0);
 }
 
+std::string ucp::describeGrid(int64_t dp, int64_t pp, int64_t tp) {
+  return std::to_string(dp) + " DP x " +
+         (pp > 1 ? std::to_string(pp) + " PP x " : std::string()) +
+         std::to_string(tp) + " TP ranks";
+}
+
 Expected<CheckpointFiles> ucp::selectGridFiles(const FolderScan &scan,
-                                               int64_t tp, int64_t dp) {
-  CheckpointFiles result{scan.zero3, tp, dp, {}, {}, scan.expertFiles};
+                                               int64_t pp, int64_t tp,
+                                               int64_t dp) {
+  int64_t mp = pp * tp;
+  CheckpointFiles result{scan.zero3, pp, tp, mp, dp, {}, {}, scan.expertFiles,
+                         {}};
+  std::string grid = describeGrid(dp, pp, tp);
   std::set<std::string> unused = scan.names;
   NamedFile::Kind modelKind =
       scan.zero3 ? NamedFile::Zero3Model : NamedFile::Model;
-  auto require = [&](NamedFile::Kind kind, int64_t d, int64_t t,
+  auto require = [&](NamedFile::Kind kind, int64_t d, int64_t m,
                      std::vector<std::string> &into) -> llvm::Error {
-    std::string name = formatName(kind, scan.prefix, d, t);
+    std::string name = formatName(kind, scan.prefix, d, m);
     if (!unused.erase(name))
       return makeError(scan.folder + ": " + name +
-                       " is missing from the run's " + "grid of " +
-                       std::to_string(dp) + " DP x " + std::to_string(tp) +
-                       " TP ranks");
+                       " is missing from the run's grid of " + grid);
     into.push_back(scan.folder + "/" + name);
     return llvm::Error::success();
   };
   for (int64_t d = 0; d < dp; ++d)
-    for (int64_t t = 0; t < tp; ++t) {
+    for (int64_t m = 0; m < mp; ++m) {
       if (scan.zero3 || d == 0)
-        if (llvm::Error error = require(modelKind, d, t, result.modelFiles))
+        if (llvm::Error error = require(modelKind, d, m, result.modelFiles))
           return std::move(error);
       if (llvm::Error error =
-              require(NamedFile::Optimizer, d, t, result.optimizerFiles))
+              require(NamedFile::Optimizer, d, m, result.optimizerFiles))
         return std::move(error);
     }
   if (!unused.empty())
     return makeError(scan.folder + "/" + *unused.begin() +
-                     ": outside the run's grid of " + std::to_string(dp) +
-                     " DP x " + std::to_string(tp) +
-                     " TP ranks: the folder mixes the files of two runs");
+                     ": outside the run's grid of " + grid +
+                     ": the folder mixes the files of two runs");
+  // Layer files are a pipeline run's, one per TP rank, named with it only
+  // when there is TP.
+  for (const auto &[layer, ranks] : scan.layerFiles)
+    for (const auto &[t, path] : ranks) {
+      if (tp > 1 ? t < 0 || t >= tp : t != -1)
+        return makeError(path + ": outside the run's grid of " + grid +
+                         (tp > 1 ? " (with TP, a layer file names its TP "
+                                   "rank: layer_XX-model_YY-model_states.pt)"
+                                 : " (without TP, a layer file is "
+                                   "layer_XX-model_states.pt)"));
+      result.layerFiles[layer][std::max<int64_t>(t, 0)] = path;
+    }
   return result;
 }

@@ -18,18 +18,28 @@
 
 namespace ucp {
 
-/// The torch.save files of a checkpoint folder, by grid position.
+/// A pipeline run's layer files: layer -> TP rank -> path.
+using LayerFiles = std::map<int64_t, std::map<int64_t, std::string>>;
+
+/// The torch.save files of a checkpoint folder, by grid position. The grid
+/// is DP x MP ranks, grid rank `d * mp + m`; the model-parallel rank m is
+/// `stage * tp + t` (a run without pipeline has one stage).
 struct CheckpointFiles {
   bool zero3 = false;
-  int64_t tp = 0, dp = 0;
-  /// Per TP rank (ZeRO-1/2) or per grid rank `dp * tp + t` (ZeRO-3).
+  int64_t pp = 1, tp = 0, mp = 0, dp = 0;
+  /// Per model-parallel rank (ZeRO-1/2) or per grid rank (ZeRO-3).
   std::vector<std::string> modelFiles;
   /// Per grid rank.
   std::vector<std::string> optimizerFiles;
   /// AutoEP's per-expert files: (moe layer, global expert) -> the files
   /// naming it (one per TP rank).
   std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> expertFiles;
+  /// A pipeline run's layer files.
+  LayerFiles layerFiles;
 };
+
+/// "2 DP x 2 PP x 1 TP ranks" (PP only when there is a pipeline).
+std::string describeGrid(int64_t dp, int64_t pp, int64_t tp);
 
 /// The .pt files of a checkpoint folder, before the grid is known.
 struct FolderScan {
@@ -40,19 +50,32 @@ struct FolderScan {
   std::set<std::string> names;
   /// AutoEP's per-expert files, as in CheckpointFiles.
   std::map<std::pair<int64_t, int64_t>, std::vector<std::string>> expertFiles;
+  /// Pipeline layer files, by layer and TP rank (-1 where the name gives
+  /// none).
+  LayerFiles layerFiles;
 };
 
 /// Lists `folder`'s .pt files, all named as save_checkpoint names them, of
 /// one stage and one prefix.
 llvm::Expected<FolderScan> scanCheckpointFolder(llvm::StringRef folder);
 
+struct ModelStates;
+
+/// The pipeline stages and TP ranks of a run whose first model-state file
+/// `first` says `grid`: checkpoint_parallel_dimensions, checked against
+/// mp_world_size and the layer files of `scan` (PipelineLayers.cpp).
+llvm::Expected<std::pair<int64_t, int64_t>>
+getPipelineGrid(const FolderScan &scan, const TorchFile &first,
+                const ModelStates &grid);
+
 /// The model-state file of TP and DP rank 0, which records the grid.
 std::string getFirstModelFile(const FolderScan &scan);
 
-/// Selects the files of a grid of `tp` x `dp` ranks from `scan`, refusing a
-/// missing file or one outside the grid.
+/// Selects the files of a grid of `dp` x `pp` x `tp` ranks from `scan`,
+/// refusing a missing file or one outside the grid.
 llvm::Expected<CheckpointFiles> selectGridFiles(const FolderScan &scan,
-                                                int64_t tp, int64_t dp);
+                                                int64_t pp, int64_t tp,
+                                                int64_t dp);
 
 /// A parameter as a group's `param_shapes` lists it.
 struct GroupParam {
@@ -84,11 +107,16 @@ struct AutoEpStates {
 struct ModelStates {
   /// Per optimizer parameter group, in order.
   std::vector<std::vector<GroupParam>> groups;
+  /// Whether `param_shapes` gave the groups (a pipeline run with
+  /// BF16_Optimizer saves None).
+  bool shapesRecorded = true;
   /// universal_checkpoint_info as JSON, if the file has it.
   std::optional<llvm::json::Value> universalInfo;
   /// `ds_autoep_layers` (or `autoep_layers`), if the file has it.
   std::optional<AutoEpStates> autoEp;
   int64_t dpWorldSize = 0, mpWorldSize = 0;
+  /// checkpoint_parallel_dimensions, if recorded.
+  std::optional<std::pair<int64_t, int64_t>> ppTpDegrees;
   /// What must agree across the files of one run.
   std::string version;
   int64_t globalSteps = 0;
@@ -166,6 +194,19 @@ writeTemplateFile(const PickleDocument &document,
                   llvm::ArrayRef<std::pair<std::string, std::string>> storages,
                   const TorchFile *source);
 
+/// One tensor of a pipeline layer file's state_dict.
+struct LayerEntry {
+  /// The file's index in DeepSpeedCheckpoint::getLayerFiles(), its layer.
+  size_t file = 0;
+  int64_t layer = 0;
+  std::string key;
+  PickleRef tensor = 0;
+  Extents shape;
+  /// Whether it is the weight of a parameter of its layer, or of a tied
+  /// parameter.
+  bool layerWeight = false, tiedWeight = false;
+};
+
 /// Reads a checkpoint into a DeepSpeedCheckpoint, one step per method.
 class DeepSpeedReader {
 public:
@@ -194,6 +235,9 @@ private:
   /// Every optimizer file records the same Adam step for each parameter
   /// group, or none does: DeepSpeed steps every rank together.
   llvm::Error checkSteps() const;
+  /// For each parameter group index, the first optimizer file holding it
+  /// (pipeline stages may hold different numbers of groups).
+  std::vector<size_t> getFirstFileOfGroups() const;
   /// ZeRO-1/2: every module weight has the shape param_shapes gives it
   /// (MasterWeightCheck.cpp).
   llvm::Error checkParamShapes() const;
@@ -213,7 +257,35 @@ private:
   /// The model-parallel degree of group `g`: TP, or EP for experts.
   int64_t getGroupOuterDegree(size_t g) const;
   llvm::Error readTensorParallelLayout();
+  /// Every parameter over the grid, stage by stage (ParamGrid.cpp).
   llvm::Error buildParams();
+  /// Places the fragments of parameter group `g` of pipeline stage `stage`
+  /// and adds its parameters, or the stage's copy of one another stage
+  /// holds too; `byName` indexes checkpoint.params.
+  llvm::Error placeGroup(int64_t stage, size_t g,
+                         std::map<std::string, size_t> &byName);
+  /// The map of `param` over the model-parallel ranks: its TP map on each
+  /// of `stages`, or its expert map.
+  llvm::Expected<ParamMap>
+  buildModelParallelMap(const DeepSpeedParam &param,
+                        llvm::ArrayRef<int64_t> stages) const;
+  /// A pipeline run's layer files (PipelineLayers.cpp): opens them and
+  /// lists their tensors.
+  llvm::Error openLayerFiles();
+  /// The tensors of the layer files that may be the weight of parameter
+  /// `name` (of `elements` elements, if known): `<layer>.<key>`'s, or for
+  /// a tied parameter every unclaimed one its name ends with.
+  std::vector<LayerEntry *> findLayerEntries(llvm::StringRef name,
+                                             std::optional<int64_t> elements);
+  /// Where param_shapes is None (BF16_Optimizer in a pipeline), the
+  /// groups from the optimizer files' param_slice_mappings, the shapes
+  /// from the layer files.
+  llvm::Error deriveParamShapes();
+  /// Finds every parameter's module weights in the layer files.
+  llvm::Error findLayerWeights();
+  /// The copies of a parameter several stages hold (a tied embedding) are
+  /// equal in every state: P2 (PipelineLayers.cpp).
+  llvm::Error checkTiedCopies() const;
   llvm::Expected<ParamMap> buildTpMap(llvm::StringRef name,
                                       llvm::ArrayRef<Extents> shapes) const;
   /// An expert's map over the EP ranks, from its EP-local shape.
@@ -234,6 +306,11 @@ private:
   /// Per group: the AutoEP layer of each of its parameters, if experts.
   std::vector<std::vector<std::optional<size_t>>> expertLayers;
   std::set<size_t> expertGroups;
+  /// Per parameter: the pipeline stages holding it, ascending.
+  std::vector<std::vector<int64_t>> paramStages;
+  /// A pipeline run's layer files: their tensors, and each layer's file.
+  std::vector<LayerEntry> layerEntries;
+  std::map<int64_t, size_t> fileOfLayer;
   std::optional<LegacyCategories> &categories = checkpoint.categories;
 };
 

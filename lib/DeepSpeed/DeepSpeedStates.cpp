@@ -57,7 +57,12 @@ Expected<ModelStates> ucp::readModelStates(const TorchFile &file) {
     Expected<PickleCursor> shapes = root.at("param_shapes");
     if (!shapes)
       return shapes.takeError();
-    Expected<std::vector<PickleCursor>> groups = shapes->getItems();
+    // A pipeline run with BF16_Optimizer saves None (PipelineLayers.cpp
+    // derives the groups from the optimizer and layer files).
+    states.shapesRecorded = !shapes->is(PickleValue::None);
+    Expected<std::vector<PickleCursor>> groups =
+        states.shapesRecorded ? shapes->getItems()
+                              : std::vector<PickleCursor>();
     if (!groups)
       return groups.takeError();
     for (const PickleCursor &group : *groups) {
@@ -88,6 +93,16 @@ Expected<ModelStates> ucp::readModelStates(const TorchFile &file) {
       if (!json)
         return json.takeError();
       states.universalInfo = std::move(*json);
+    }
+    // checkpoint_parallel_dimensions: {'pp_degree': P, 'tp_degree': T}.
+    if (std::optional<PickleCursor> dims =
+            root.find("checkpoint_parallel_dimensions");
+        dims && !dims->is(PickleValue::None)) {
+      Expected<int64_t> pp = readAt<int64_t>(*dims, "pp_degree", getInt);
+      Expected<int64_t> tp = readAt<int64_t>(*dims, "tp_degree", getInt);
+      if (!pp || !tp)
+        return llvm::joinErrors(pp.takeError(), tp.takeError());
+      states.ppTpDegrees = {*pp, *tp};
     }
     Expected<std::optional<AutoEpStates>> autoEp = readAutoEpStates(root);
     if (!autoEp)

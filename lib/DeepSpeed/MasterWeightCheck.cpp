@@ -19,7 +19,9 @@
 //
 // The weights of AutoEP's routed experts are in the per-expert files (one
 // per expert, its tensors keyed `<name>.<expert>`), and are checked the
-// same way against the EP rank's masters. ZeRO-3 keeps no weights in the
+// same way against the EP rank's masters; a pipeline run's are in its
+// layer files, each checked against the masters of every stage holding
+// the parameter (a tied weight against each stage's copy). ZeRO-3 keeps no weights in the
 // model states (empty placeholders): nothing to compare there.
 //
 //===----------------------------------------------------------------------===//
@@ -135,25 +137,42 @@ std::optional<TensorData> findWeight(const TorchFile &file,
 
 } // namespace
 
-/// The weights of `param` on model-parallel rank `rank`, as blocks of its
-/// shard in order; empty when the checkpoint holds none to compare. An
-/// expert file that lacks its expert's tensor is an error.
-static llvm::Expected<std::vector<WeightBlock>>
-getWeightBlocks(const DeepSpeedCheckpoint &checkpoint,
+/// A weight copy of a model-parallel rank's shard: its blocks, in order.
+using WeightCopy = std::vector<WeightBlock>;
+
+/// The weights of `param` on model-parallel rank `rank`: none when the
+/// checkpoint holds none to compare, one copy in the model states or the
+/// expert files, or each layer file's copy of a pipeline run. An expert
+/// file that lacks its expert's tensor is an error.
+static llvm::Expected<std::vector<WeightCopy>>
+getWeightCopies(const DeepSpeedCheckpoint &checkpoint,
                 const DeepSpeedParam &param, int64_t rank) {
   const Extents &shape = param.tpShapes[rank];
-  std::vector<WeightBlock> blocks;
+  std::vector<WeightCopy> copies;
+  if (checkpoint.isPipeline()) {
+    for (const auto &weight : checkpoint.getLayerWeights(param)) {
+      if (weight.rank != rank)
+        continue;
+      const TorchFile &file = *checkpoint.getLayerFiles()[weight.file];
+      TensorData data = file.getTensor(weight.tensor);
+      copies.push_back({{file.getPath().str(), nullptr, data, 0,
+                         *getNumElements(shape),
+                         data.strides == getRowMajorStrides(shape)}});
+    }
+    return copies;
+  }
   if (!param.expertLayer) {
     if (rank >= int64_t(checkpoint.getModelFiles().size()))
-      return blocks;
+      return copies;
     const TorchFile &model = *checkpoint.getModelFiles()[rank];
     if (std::optional<TensorData> weight =
             findWeight(model, param.name, shape, /*inModule=*/true))
-      blocks.push_back({model.getPath().str(), nullptr, *weight, 0,
-                        *getNumElements(shape),
-                        weight->strides == getRowMajorStrides(shape)});
-    return blocks;
+      copies.push_back({{model.getPath().str(), nullptr, *weight, 0,
+                         *getNumElements(shape),
+                         weight->strides == getRowMajorStrides(shape)}});
+    return copies;
   }
+  WeightCopy &blocks = copies.emplace_back();
   const AutoEpLayer &layer = checkpoint.getAutoEpLayers()[*param.expertLayer];
   llvm::ArrayRef<int64_t> expertShape = llvm::ArrayRef(shape).drop_front();
   int64_t perExpert = *getNumElements(expertShape);
@@ -177,7 +196,7 @@ getWeightBlocks(const DeepSpeedCheckpoint &checkpoint,
                       *weight, j * perExpert, perExpert,
                       weight->strides == getRowMajorStrides(expertShape)});
   }
-  return blocks;
+  return copies;
 }
 
 /// Compares `param`'s weights on model-parallel rank `rank` with the fp32
@@ -272,13 +291,19 @@ Error DeepSpeedReader::checkWeightsAgainstMasters() const {
   llvm::parallelFor(0, params.size(), [&](size_t p) {
     for (int64_t rank = 0; rank < int64_t(params[p].tpShapes.size());
          ++rank) {
-      llvm::Expected<std::vector<WeightBlock>> blocks =
-          getWeightBlocks(checkpoint, params[p], rank);
-      failures[p] =
-          blocks ? compareWithMasters(checkpoint, params[p], rank, *blocks)
-                 : llvm::toString(blocks.takeError());
-      if (!failures[p].empty())
+      if (!params[p].holdsShard(rank))
+        continue; // A stage without it.
+      llvm::Expected<std::vector<WeightCopy>> copies =
+          getWeightCopies(checkpoint, params[p], rank);
+      if (!copies) {
+        failures[p] = llvm::toString(copies.takeError());
         return;
+      }
+      for (const WeightCopy &copy : *copies) {
+        failures[p] = compareWithMasters(checkpoint, params[p], rank, copy);
+        if (!failures[p].empty())
+          return;
+      }
     }
   });
   for (std::string &failure : failures)

@@ -71,7 +71,13 @@ Error DeepSpeedReader::findUniversalFiles(llvm::StringRef folder) {
   if (std::string error = checkWorldSize(grid->mpWorldSize, "mp_world_size");
       !error.empty())
     return makeError(first + ": " + error);
-  files.tp = grid->mpWorldSize;
+  if (grid->ppTpDegrees && grid->ppTpDegrees->first > 1)
+    return makeError(first + ": a Universal checkpoint of a pipeline-parallel "
+                             "run (pp_degree " +
+                     std::to_string(grid->ppTpDegrees->first) +
+                     "), which is not read yet: its per-stage model states "
+                     "would have to be regrouped");
+  files.tp = files.mp = grid->mpWorldSize;
   files.dp = 1;
   for (int64_t t = 0; t < files.tp; ++t) {
     files.modelFiles.push_back(

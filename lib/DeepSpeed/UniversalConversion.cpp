@@ -473,9 +473,9 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
   if (!pointerNote)
     return pointerNote.takeError();
   UniversalStats stats;
+  stats.notices = getMissingStateNotices(checkpoint);
   if (!pointerNote->empty())
     stats.notices.push_back(std::move(*pointerNote));
-  stats.notices = getMissingStateNotices(checkpoint);
   stats.parameters = converter.getPlans().size();
   stats.files = converter.getFilesWritten() + 1;
   stats.bytesWritten = converter.getBytesWritten();

@@ -6,10 +6,14 @@
 // read without DeepSpeed or torch. Two things come out of it, kept apart:
 //
 //  * the geometry: for every trainable parameter, its map over the (DP x
-//    TP) grid of the run (grid rank `dp * tp_degree + tp`), in which each
-//    rank's shard is that rank's fragment of the parameter: the parameter's
-//    TP map (from universal_checkpoint_info, or one TP rank) nested with the
-//    DP fragments of each TP shard (nestShardMaps). ZeRO-1/2 fragments are
+//    MP) grid of the run (grid rank `dp * mp + m`, the model-parallel rank
+//    m being `stage * tp_degree + tp`; one stage without a pipeline), in
+//    which each rank's shard is that rank's fragment of the parameter: the
+//    parameter's TP map on each pipeline stage holding it (from
+//    universal_checkpoint_info, or one TP rank) nested with the DP
+//    fragments of each TP shard (nestShardMaps). A parameter two stages
+//    hold (a tied embedding) is one parameter whose copies are replicas.
+//    ZeRO-1/2 fragments are
 //    the `fragment_address` slices of each rank's flat group partition,
 //    checked against the group's flattening; ZeRO-3 fragments are each
 //    parameter's own `ceil(numel / dp)` slot;
@@ -66,20 +70,28 @@ buildAutoEpExpertMap(llvm::StringRef name, const AutoEpLayer &layer,
 /// A trainable parameter of the checkpoint.
 struct DeepSpeedParam {
   std::string name;
-  /// The optimizer parameter group holding it.
+  /// The optimizer parameter group holding it (on every stage holding it).
   size_t group = 0;
   /// An AutoEP routed expert: its layer's index in getAutoEpLayers().
   std::optional<size_t> expertLayer;
   /// The shape of its shard on each model-parallel rank (`param_shapes`):
-  /// the TP ranks, or for an expert the EP ranks.
+  /// the TP ranks of every stage, or for an expert the EP ranks; empty on
+  /// the ranks of a stage that does not hold it (see holdsShard).
   std::vector<Extents> tpShapes;
-  /// Its map over the model-parallel ranks alone: TP rank t holds its TP
-  /// shard; for an expert, EP rank e its local experts.
+  /// Whether model-parallel rank `rank` holds a shard of it (its stage
+  /// holds it).
+  bool holdsShard(int64_t rank) const {
+    return llvm::any_of(tpMap.shards,
+                        [&](const Shard &shard) { return shard.rank == rank; });
+  }
+  /// Its map over the model-parallel ranks alone: TP rank t of stage s
+  /// (rank `s * tp_degree + t`) holds its TP shard; for an expert, EP rank
+  /// e its local experts.
   ParamMap tpMap;
-  /// Its map over the grid: rank `dp * tp_degree + tp` holds its fragment
-  /// (tpMap with each TP shard cut by DP, nestShardMaps). An expert's
-  /// world is the same, numbered `edp * ep_size + ep`: each EP rank's
-  /// experts cut by its expert-data-parallel ranks.
+  /// Its map over the grid: rank `dp * mp + m` holds its fragment (tpMap
+  /// with each model-parallel shard cut by DP, nestShardMaps). An
+  /// expert's world is the same, numbered `edp * ep_size + ep`: each EP
+  /// rank's experts cut by its expert-data-parallel ranks.
   ParamMap map;
   /// Per grid rank.
   std::vector<FragmentSlice> slices;
@@ -151,6 +163,13 @@ public:
   llvm::StringRef getFolder() const { return folder; }
   int64_t getTpDegree() const { return tp; }
   int64_t getDpDegree() const { return dp; }
+  /// The pipeline stages: 1 without a pipeline.
+  int64_t getPipelineDegree() const { return pp; }
+  /// Whether the folder is a PipelineModule's, its module weights in
+  /// layer files (one per layer and TP rank) rather than the model states.
+  bool isPipeline() const { return !layerFiles.empty(); }
+  /// The model-parallel ranks of the grid: stages x TP ranks.
+  int64_t getModelParallelDegree() const { return pp * tp; }
   /// What the optimizer files' names start with: "bf16_" for bf16 runs,
   /// else "".
   llvm::StringRef getOptimizerFilePrefix() const { return optimizerPrefix; }
@@ -213,10 +232,27 @@ public:
   const std::optional<LegacyCategories> &getCategories() const {
     return categories;
   }
-  /// The model-state files: one per TP rank (ZeRO-1/2) or per grid rank
-  /// (ZeRO-3), in grid order.
+  /// The model-state files: one per model-parallel rank (ZeRO-1/2) or per
+  /// grid rank (ZeRO-3), in grid order.
   llvm::ArrayRef<std::unique_ptr<TorchFile>> getModelFiles() const {
     return modelFiles;
+  }
+  /// A module weight in a pipeline run's layer file: the weight of `rank`'s
+  /// shard, `tensor` of layer file `file`.
+  struct LayerWeight {
+    int64_t rank = 0;
+    size_t file = 0;
+    PickleRef tensor{};
+  };
+  /// The layer files of a pipeline run, by layer and TP rank.
+  llvm::ArrayRef<std::unique_ptr<TorchFile>> getLayerFiles() const {
+    return layerFiles;
+  }
+  /// The module weights of `param` in the layer files: one per stage's
+  /// copy for a parameter of one layer; for a tied parameter, every layer
+  /// file holding it, once per stage holding it.
+  llvm::ArrayRef<LayerWeight> getLayerWeights(const DeepSpeedParam &param) const {
+    return layerWeights[getIndex(param)];
   }
   /// The flat partition of `state` of parameter group `group` in grid rank
   /// `rank`'s optimizer file (a tensor of that file's document).
@@ -249,7 +285,7 @@ private:
   DeepSpeedCheckpoint() = default;
 
   std::string folder, optimizerPrefix;
-  int64_t tp = 1, dp = 1;
+  int64_t tp = 1, dp = 1, pp = 1;
   int stage = 1;
   bool universal = false;
   std::vector<DeepSpeedParam> params;
@@ -259,6 +295,9 @@ private:
   std::vector<AutoEpLayer> autoEpLayers;
   std::vector<std::vector<std::string>> expertFiles;
   std::vector<std::unique_ptr<TorchFile>> modelFiles;
+  std::vector<std::unique_ptr<TorchFile>> layerFiles;
+  /// Per parameter (a pipeline run's).
+  std::vector<std::vector<LayerWeight>> layerWeights;
   /// Per grid rank.
   std::vector<RankFile> ranks;
   /// A Universal checkpoint's: per parameter (in getParams() order) and

@@ -84,9 +84,10 @@ def expected_tensors(checkpoint, universal):
         expected[name] = states["module"][name].float()
     for name in (states["frozen_param_fragments"] or {}):
         expected[name] = states["frozen_param_fragments"][name].float()
-    shapes = {}
-    for group in states["param_shapes"]:
-        shapes.update(group)
+    shapes = {}  # Every stage's, in a pipeline run.
+    for file in model:
+        for group in load(os.path.join(checkpoint, file))["param_shapes"]:
+            shapes.update(group)
     zero = os.path.join(universal, "zero")
     for name in sorted(os.listdir(zero)):
         if os.path.isdir(os.path.join(zero, name)):

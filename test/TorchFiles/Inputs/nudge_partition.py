@@ -1,0 +1,44 @@
+"""Adds 1 to the first element of parameter group GROUP's flat fp32
+partition (STATE: fp32, exp_avg or exp_avg_sq) in a ZeRO-1/2 optimizer file,
+in place, as a copy of another run or step would differ.
+
+Usage: nudge_partition.py FILE GROUP STATE
+"""
+import os
+import sys
+import zipfile
+
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from compare_with_torch import load  # noqa: E402
+
+
+def main(path, group, state):
+    states = load(path)["optimizer_state_dict"]
+    if state == "fp32":
+        partition = states["single_partition_of_fp32_groups"][int(group)]
+    else:
+        partition = states["base_optimizer_state"]["state"][int(group)][state]
+    data = partition.contiguous().view(torch.uint8).numpy().tobytes()
+    nudged = partition.clone()
+    nudged[0] += 1
+    first = nudged[:1].view(torch.uint8).numpy().tobytes()
+    with zipfile.ZipFile(path) as archive:
+        records = [(info.filename, archive.read(info))
+                   for info in archive.infolist()]
+    found = [i for i, (name, body) in enumerate(records)
+             if "/data/" in name and body == data]
+    if len(found) != 1:
+        raise SystemExit(f"{path}: {len(found)} storages hold the partition")
+    name, body = records[found[0]]
+    records[found[0]] = (name, first + body[len(first):])
+    # make_pt stands in for torch's modules, so it comes after torch.load.
+    import make_pt
+    with open(path, "wb") as f:
+        f.write(make_pt.zip_records(records))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(*sys.argv[1:]))
