@@ -41,6 +41,15 @@ Error Retargeter::checkTarget() const {
                      ": expected 1, 2 or 3");
   if (options.dp < 1)
     return makeError("--dp " + std::to_string(options.dp) + ": expected >= 1");
+  // A pipeline's parameter groups are per stage: writing them at another
+  // topology is not built yet (ds-to-universal and export read it).
+  if (checkpoint.isPipeline())
+    return makeError(checkpoint.getFolder() +
+                     ": a pipeline-parallel checkpoint (" +
+                     std::to_string(checkpoint.getPipelineDegree()) +
+                     " stages, layer files), which ds-retarget does not "
+                     "write at another topology yet; ds-to-universal and "
+                     "export read it");
   if (tp < 1 || tp > kMaxWorldSize)
     return makeError("--tp " + std::to_string(tp) + ": expected 1 to " +
                      std::to_string(kMaxWorldSize));
