@@ -1,9 +1,13 @@
 //===- MakeDeepSpeedCheckpoint.cpp - DeepSpeed checkpoints of any size ----===//
 //
 //   ucp-make-deepspeed-checkpoint --out DIR [--tag step3] [--dp 2]
-//       [--tp 1] [--stage 2] [--dtype bf16] [--hidden 1024 --layers 20
-//       --ffn 2816 --vocab 32000 | --like CKPT/TAG] [--bf16-optimizer]
-//       [--steps 3] [--seed 1]
+//       [--tp 1 | --pp N] [--stage 2] [--dtype bf16] [--hidden 1024
+//       --layers 20 --ffn 2816 --vocab 32000 | --like CKPT/TAG]
+//       [--bf16-optimizer] [--steps 3] [--seed 1] [--tie-embeddings]
+//
+// With --pp, DeepSpeed's PipelineModule instead: an embedding, --layers
+// blocks, a final norm and a head (or the embedding tied), over N stages
+// (GeneratedPipeline.cpp), the weights in layer files.
 //
 // Writes DIR/TAG as DeepSpeed's save_checkpoint writes a ZeRO-1/2 run,
 // without tensor parallelism or with AutoTP's llama preset (--tp: q, k, v,
@@ -29,6 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GeneratedModel.h"
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Formats/Torch/TorchFileWriter.h"
@@ -48,6 +53,7 @@
 #include <mutex>
 
 using namespace ucp;
+using namespace ucp::generator;
 namespace cl = llvm::cl;
 
 static cl::opt<std::string> outDir("out", cl::desc("the checkpoint folder"),
@@ -57,6 +63,12 @@ static cl::opt<int64_t> dp("dp", cl::desc("DP ranks"), cl::init(2));
 static cl::opt<int64_t> tpDegree("tp", cl::desc("TP ranks (AutoTP, llama)"),
                                  cl::init(1));
 static cl::opt<int> stage("stage", cl::desc("ZeRO stage: 1 or 2"), cl::init(2));
+static cl::opt<int64_t> pipelineStages(
+    "pp",
+    cl::desc("write a pipeline of this many stages (DeepSpeed's "
+             "PipelineModule: an embedding, --layers blocks, a final norm and "
+             "a head, with layer files); 0: no pipeline"),
+    cl::init(0));
 static cl::opt<std::string> dtypeName("dtype", cl::desc("bf16 or fp32"),
                                       cl::init("bf16"));
 static cl::opt<int64_t> hidden("hidden", cl::init(1024));
@@ -94,19 +106,6 @@ static cl::opt<bool> breakStep(
 
 namespace {
 
-struct Param {
-  std::string name;
-  /// Its shape on this TP rank.
-  Extents shape;
-  size_t group = 0;
-  int64_t elements = 0;
-  /// Where it starts in its group's flat buffer.
-  int64_t offset = 0;
-  /// The dimension TP splits (-1: replicated), and the full shape.
-  int splitDim = -1;
-  Extents fullShape;
-};
-
 /// How AutoTP's llama preset splits `name`: 0 by rows, 1 by columns, -1
 /// not at all.
 static int getSplitDim(llvm::StringRef name) {
@@ -115,70 +114,6 @@ static int getSplitDim(llvm::StringRef name) {
     if (name.contains(rows))
       return 0;
   return name.contains("o_proj") || name.contains("down_proj") ? 1 : -1;
-}
-
-/// ZeRO-1/2's flattening of a group (stage_1_and_2.py): its parameters
-/// concatenated in order, padded to a multiple of 2 x dp, cut in dp equal
-/// partitions.
-struct Flattening {
-  std::vector<int64_t> offsets, sizes;
-  int64_t total = 0, partition = 0;
-
-  explicit Flattening(const std::vector<int64_t> &elements) : sizes(elements) {
-    for (int64_t count : elements) {
-      offsets.push_back(total);
-      total += count;
-    }
-    int64_t alignment = 2 * dp;
-    partition = (total + alignment - 1) / alignment * alignment / dp;
-  }
-  /// The padding at the end of rank `rank`'s partition.
-  int64_t getPadding(int64_t rank) const {
-    int64_t begin = rank * partition, end = begin + partition;
-    return end - std::clamp(total, begin, end);
-  }
-  /// Parameter `i`'s fragment on rank `rank`: its start in the partition
-  /// and its elements (0 where they do not meet).
-  std::pair<int64_t, int64_t> getSlice(size_t i, int64_t rank) const {
-    int64_t begin = rank * partition;
-    int64_t lo = std::max(begin, offsets[i]);
-    int64_t hi = std::min(begin + partition, offsets[i] + sizes[i]);
-    return lo < hi ? std::pair<int64_t, int64_t>{lo - begin, hi - lo}
-                   : std::pair<int64_t, int64_t>{0, 0};
-  }
-};
-
-/// The model on one TP rank: parameters in module order, and the
-/// flattening of each group.
-struct Model {
-  int64_t tpRank = 0;
-  std::vector<Param> params;
-  std::vector<std::vector<size_t>> groups; // Param indices, in order.
-  std::vector<Flattening> layouts;         // Each group's flattening.
-  int64_t partition(size_t g) const { return layouts[g].partition; }
-  int64_t padded(size_t g) const { return layouts[g].partition * dp; }
-};
-
-/// The state a value belongs to; also the hash's salt.
-enum class State { Fp32, ExpAvg, ExpAvgSq };
-
-float getValue(State state, size_t param, int64_t element) {
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull ^ (uint64_t(state) << 56) ^
-               (uint64_t(param) << 36) ^ uint64_t(element);
-  // splitmix64's finaliser.
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  float unit = float(x >> 40) * (1.0f / float(1 << 24)); // [0, 1)
-  switch (state) {
-  case State::Fp32:
-    return (unit - 0.5f) * 0.1f;
-  case State::ExpAvg:
-    return (unit - 0.5f) * 1e-3f;
-  case State::ExpAvgSq:
-    return unit * 1e-6f;
-  }
-  return 0;
 }
 
 /// The place in the full tensor of element `local` of `param`'s shard on
@@ -196,7 +131,7 @@ static int64_t getFullIndex(const Param &param, int64_t rank, int64_t local) {
 
 Model buildModel(int64_t tpRank) {
   Model model;
-  model.tpRank = tpRank;
+  model.tpRank = model.mpRank = tpRank;
   auto add = [&](std::string name, Extents shape) {
     // Weight decay on matrices (group 0), none on vectors (group 1).
     Param param{name, shape, shape.size() > 1 ? 0u : 1u};
@@ -236,26 +171,16 @@ Model buildModel(int64_t tpRank) {
     if (!tieEmbeddings)
       add("lm_head.weight", {vocab, hidden});
   }
-  size_t groups = 0;
-  for (const Param &param : model.params)
-    groups = std::max(groups, param.group + 1);
-  model.groups.resize(groups);
-  std::vector<std::vector<int64_t>> elements(groups);
-  for (size_t i = 0; i < model.params.size(); ++i) {
-    Param &param = model.params[i];
-    param.elements = *getNumElements(param.shape);
-    model.groups[param.group].push_back(i);
-    elements[param.group].push_back(param.elements);
-  }
-  for (size_t g = 0; g < groups; ++g) {
-    model.layouts.emplace_back(elements[g]);
-    for (size_t i = 0; i < model.groups[g].size(); ++i)
-      model.params[model.groups[g][i]].offset = model.layouts[g].offsets[i];
-  }
+  for (size_t i = 0; i < model.params.size(); ++i)
+    model.params[i].id = i;
+  model.layOut(dp);
   return model;
 }
 
 /// The ds_config of the fixtures' runs, with this run's stage and dtype.
+/// Micro-batches per step: a pipeline's run has two in flight.
+int64_t getAccumulationSteps() { return pipelineStages > 0 ? 2 : 1; }
+
 PickleRef buildConfig(PickleBuilder &b) {
   auto s = [&](llvm::StringRef text) { return b.string(text); };
   PickleRef adam =
@@ -272,7 +197,7 @@ PickleRef buildConfig(PickleBuilder &b) {
                            {s("reduce_scatter"), b.boolean(true)}});
   std::vector<std::pair<PickleRef, PickleRef>> config = {
       {s("train_micro_batch_size_per_gpu"), b.integer(2)},
-      {s("gradient_accumulation_steps"), b.integer(1)},
+      {s("gradient_accumulation_steps"), b.integer(getAccumulationSteps())},
       {s("steps_per_print"), b.integer(1000)},
       {s("wall_clock_breakdown"), b.boolean(false)},
       {s("gradient_clipping"), b.number(1.0)},
@@ -293,23 +218,6 @@ constexpr llvm::StringLiteral kVersion = "0.19.6+edaa72212";
 
 /// `value` rounded to bfloat16, to nearest even as torch rounds (the
 /// values here are finite).
-static uint16_t roundToBfloat16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, 4);
-  uint32_t lsb = (bits >> 16) & 1;
-  return static_cast<uint16_t>((bits + 0x7FFF + lsb) >> 16);
-}
-
-/// Stores `value` at element `index` of `data` in `type` (F32 or BF16).
-static void store(DType type, char *data, int64_t index, float value) {
-  if (type == DType::BF16) {
-    uint16_t bits = roundToBfloat16(value);
-    std::memcpy(data + 2 * index, &bits, 2);
-  } else {
-    std::memcpy(data + 4 * index, &value, 4);
-  }
-}
-
 /// Fills elements [begin, end) of the flat buffer of group `g`, held at
 /// `data` from element `base` on, with `state`'s values (padding: zero).
 static void fillFlat(const Model &model, size_t g, State state, DType type,
@@ -319,8 +227,8 @@ static void fillFlat(const Model &model, size_t g, State state, DType type,
     int64_t lo = std::max(begin, param.offset);
     int64_t hi = std::min(end, param.offset + param.elements);
     for (int64_t x = lo; x < hi; ++x) {
-      float value = getValue(
-          state, p, getFullIndex(param, model.tpRank, x - param.offset));
+      float value = getValue(seed, state, param.id,
+                             getFullIndex(param, model.tpRank, x - param.offset));
       // The replica that disagrees: the last TP rank's first element.
       if (x == param.offset && state == State::Fp32 && param.splitDim < 0 &&
           param.name == breakReplica && model.tpRank == tpDegree - 1)
@@ -328,32 +236,6 @@ static void fillFlat(const Model &model, size_t g, State state, DType type,
       store(type, data, x - base, value);
     }
   }
-}
-
-/// A storage to write: its key, and how to fill a buffer of its bytes.
-struct StorageFill {
-  std::string key;
-  int64_t bytes;
-  std::function<void(char *)> fill;
-};
-
-/// Writes `document` to `path`, each storage filled into one buffer (reused,
-/// so memory holds the largest storage once) and written whole.
-static llvm::Error writeFile(const std::string &path,
-                             const PickleDocument &document,
-                             llvm::ArrayRef<StorageFill> storages) {
-  auto writer = TorchFileWriter::create(path, document);
-  if (!writer)
-    return writer.takeError();
-  std::vector<char> buffer;
-  for (const StorageFill &storage : storages) {
-    buffer.assign(storage.bytes, 0);
-    storage.fill(buffer.data());
-    if (llvm::Error error = (*writer)->writeStorage(
-            storage.key, {llvm::StringRef(buffer.data(), buffer.size())}))
-      return error;
-  }
-  return (*writer)->commit(/*durable=*/false);
 }
 
 /// AutoTP's universal_checkpoint_info for the llama preset: each split or
@@ -395,7 +277,10 @@ static llvm::Error writeModelStates(const Model &model, DType type,
   std::vector<PickleRef> storages(model.groups.size(), 0);
   int next = 0;
   std::vector<std::pair<PickleRef, PickleRef>> module;
+  bool pipeline = pipelineStages > 0; // Its weights are in layer files.
   for (const Param &param : model.params) {
+    if (pipeline)
+      break;
     if (!storages[param.group]) {
       keys[param.group] = std::to_string(next++);
       storages[param.group] =
@@ -407,7 +292,7 @@ static llvm::Error writeModelStates(const Model &model, DType type,
   }
   // A tied lm_head is the embedding's tensor under a second name.
   std::vector<std::pair<PickleRef, PickleRef>> shared;
-  if (tieEmbeddings) {
+  if (tieEmbeddings && !pipeline) {
     module.push_back({s("lm_head.weight"), module.front().second});
     shared.push_back({s("lm_head.weight"), s(model.params.front().name)});
   }
@@ -421,7 +306,7 @@ static llvm::Error writeModelStates(const Model &model, DType type,
   // ZeRO-1 records no frozen parameters as None, ZeRO-2 as empty dicts.
   auto frozen = [&] { return stage == 1 ? b.none() : b.dict({}, true); };
   PickleRef root = b.dict({
-      {s("module"), b.dict(module, /*ordered=*/true)},
+      {s("module"), pipeline ? b.none() : b.dict(module, /*ordered=*/true)},
       {s("buffer_names"), b.list({})},
       {s("optimizer"), b.none()},
       {s("param_shapes"), b.list(shapes)},
@@ -434,11 +319,13 @@ static llvm::Error writeModelStates(const Model &model, DType type,
       {s("sparse_tensor_module_names"), b.set({})},
       {s("skipped_steps"), b.integer(0)},
       {s("global_steps"), b.integer(steps)},
-      {s("global_samples"), b.integer(steps * 2 * dp)},
+      {s("global_samples"),
+       b.integer(steps * 2 * getAccumulationSteps() * dp)},
       {s("dp_world_size"), b.integer(dp)},
-      {s("mp_world_size"), b.integer(tpDegree)},
+      {s("mp_world_size"),
+       b.integer(pipeline ? pipelineStages * tpDegree : tpDegree)},
       {s("checkpoint_parallel_dimensions"),
-       b.dict({{s("pp_degree"), b.integer(1)},
+       b.dict({{s("pp_degree"), b.integer(std::max<int64_t>(pipelineStages, 1))},
                {s("tp_degree"), b.integer(tpDegree)}})},
       {s("ds_config"), buildConfig(b)},
       {s("ds_version"), s(kVersion)},
@@ -453,12 +340,12 @@ static llvm::Error writeModelStates(const Model &model, DType type,
     root = b.dict(pairs);
   }
   std::vector<StorageFill> fills;
-  for (size_t g = 0; g < model.groups.size(); ++g)
+  for (size_t g = 0; g < model.groups.size() && !pipeline; ++g)
     fills.push_back(
         {keys[g], model.padded(g) * getElementSize(type), [&, g](char *data) {
            fillFlat(model, g, State::Fp32, type, data, 0, 0, model.padded(g));
          }});
-  return writeFile(folder + "/" + getTpRankName(model.tpRank) +
+  return writeFile(folder + "/" + getTpRankName(model.mpRank) +
                        "_model_states.pt",
                    b.finish(root), fills);
 }
@@ -599,17 +486,35 @@ int main(int argc, char **argv) {
       tpDegree < 1 || tpDegree > kMaxWorldSize / dp ||
       (tpDegree > 1 && !like.empty()) ||
       (bf16Optimizer && (stage != 1 || dtypeName != "bf16")) ||
+      pipelineStages < 0 ||
+      (pipelineStages > 0 && (tpDegree > 1 || !like.empty())) ||
       (dtypeName != "bf16" && dtypeName != "fp32")) {
     llvm::errs()
         << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp and --tp with "
            "dp x tp in [1, 2^20], --tp without --like, --dtype bf16|fp32; "
-           "--bf16-optimizer with bf16 and stage 1\n";
+           "--bf16-optimizer with bf16 and stage 1; --pp without --tp or "
+           "--like\n";
     return 1;
   }
   DType type = dtypeName == "bf16" ? DType::BF16 : DType::F32;
   std::vector<Model> models;
-  for (int64_t t = 0; t < tpDegree; ++t)
-    models.push_back(buildModel(t));
+  if (pipelineStages > 0) {
+    models = buildPipelineModels({pipelineStages, layers, hidden, ffn, vocab,
+                                  tieEmbeddings},
+                                 dp);
+    // Both groups on every stage, as the fixtures' runs have them.
+    for (const Model &stageModel : models)
+      if (stageModel.groups.size() != 2 || stageModel.groups[0].empty()) {
+        llvm::errs() << "ucp-make-deepspeed-checkpoint: stage "
+                     << stageModel.mpRank
+                     << " holds no weight matrix or no vector; give each of "
+                        "the --pp stages more of the --layers + 3 layers\n";
+        return 1;
+      }
+  }
+  else
+    for (int64_t t = 0; t < tpDegree; ++t)
+      models.push_back(buildModel(t));
   for (const Param &param : models[0].params)
     if (param.splitDim >= 0 && param.fullShape[param.splitDim] % tpDegree) {
       llvm::errs() << "ucp-make-deepspeed-checkpoint: --tp " << tpDegree
@@ -617,7 +522,6 @@ int main(int argc, char **argv) {
                    << " of '" << param.name << "'\n";
       return 1;
     }
-  const Model &model = models[0];
   std::string folder = outDir + "/" + tag;
   if (std::error_code ec = llvm::sys::fs::create_directories(folder)) {
     llvm::errs() << folder << ": " << ec.message() << "\n";
@@ -641,9 +545,11 @@ int main(int argc, char **argv) {
         return writeTensorStates(
             tpModel, r,
             folder + "/" + prefix + "zero_pp_rank_" + std::to_string(r) + "_" +
-                getTpRankName(tpModel.tpRank) + "_optim_states.pt");
+                getTpRankName(tpModel.mpRank) + "_optim_states.pt");
       });
   }
+  if (pipelineStages > 0)
+    run([&] { return writeLayerFiles(models, type, seed, folder); });
   pool.wait();
   int status = 0;
   for (llvm::Error &error : errors)
@@ -654,12 +560,22 @@ int main(int argc, char **argv) {
   std::error_code ec;
   llvm::raw_fd_ostream latest(outDir + "/latest", ec);
   latest << tag;
-  int64_t total = 0;
-  for (const Param &param : model.params)
-    total += param.elements;
-  llvm::outs() << "ucp-make-deepspeed-checkpoint: " << model.params.size()
-               << " parameters, " << total << " elements per TP rank, ZeRO-"
-               << stage << " TP " << tpDegree << " x DP " << dp << ", "
-               << dtypeName << ", in " << folder << "\n";
+  // Per TP rank; a pipeline's stages together (a tied copy counted on each).
+  int64_t total = 0, count = 0;
+  for (const Model &counted :
+       llvm::ArrayRef(models).take_front(pipelineStages > 0 ? models.size() : 1))
+    for (const Param &param : counted.params) {
+      total += param.elements;
+      ++count;
+    }
+  llvm::outs() << "ucp-make-deepspeed-checkpoint: " << count << " parameters, "
+               << total
+               << (pipelineStages > 0 ? " elements over the stages, ZeRO-"
+                                      : " elements per TP rank, ZeRO-")
+               << stage;
+  if (pipelineStages > 0)
+    llvm::outs() << " PP " << pipelineStages;
+  llvm::outs() << " TP " << tpDegree << " x DP " << dp << ", " << dtypeName
+               << ", in " << folder << "\n";
   return status;
 }

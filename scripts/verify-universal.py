@@ -13,7 +13,10 @@ the group's step. The files' layout must be ZeRO-1/2's: each group
 concatenated in param_shapes order, padded to a multiple of 2 x dp and cut
 in dp equal partitions, every rank's slices, paddings and partition lengths
 where that puts them (so that a writer or reader sharing a wrong rule with
-the checkpoint's writer is caught). Checkpoints without tensor parallelism only. Needs torch;
+the checkpoint's writer is caught). Checkpoints without tensor parallelism
+only; a pipeline's stages are read each as its own model-parallel rank,
+and a parameter several stages hold must equal the Universal file on each.
+Needs torch;
 DeepSpeed's classes are read as plain records.
 """
 import glob
@@ -91,49 +94,64 @@ def check_layout(files, states, shapes_by_group):
     return None
 
 
-def main(checkpoint, universal):
-    files = glob.glob(os.path.join(checkpoint, "*zero_pp_rank_*_optim_states.pt"))
-    rank = re.compile(r"zero_pp_rank_(\d+)_mp_rank_00_optim_states\.pt$")
+def read_rank(checkpoint, mp):
+    """Model-parallel rank `mp`'s records: (param_shapes, its DP ranks'
+    optimizer files and states), or a message."""
+    files = glob.glob(os.path.join(
+        checkpoint, f"*zero_pp_rank_*_mp_rank_{mp:02d}_optim_states.pt"))
+    rank = re.compile(r"zero_pp_rank_(\d+)_mp_rank_\d+_optim_states\.pt$")
     files.sort(key=lambda f: int(rank.search(f).group(1)))
-    model = load(os.path.join(checkpoint, "mp_rank_00_model_states.pt"))
-    shapes = {name: shape for group in model["param_shapes"]
-              for name, shape in group.items()}
-    fragments = {}  # (name, state) -> fragments in DP order
-    steps = {}
+    model = load(os.path.join(checkpoint, f"mp_rank_{mp:02d}_model_states.pt"))
     loaded = [load(path)["optimizer_state_dict"] for path in files]
-    difference = check_layout(files, loaded, model["param_shapes"])
-    if difference:
-        print(difference)
-        return 1
-    for states in loaded:
-        base = states["base_optimizer_state"]["state"]
-        for g, mapping in enumerate(states["param_slice_mappings"]):
-            flat = {"fp32": states["single_partition_of_fp32_groups"][g],
-                    "exp_avg": base[g]["exp_avg"],
-                    "exp_avg_sq": base[g]["exp_avg_sq"]}
-            for name, address in mapping.items():
-                steps[name] = base[g]["step"]
-                for state, tensor in flat.items():
-                    fragments.setdefault((name, state), []).append(
-                        tensor.narrow(0, address.start, address.numel))
-    checked = 0
-    for (name, state), parts in sorted(fragments.items()):
+    return model["param_shapes"], files, loaded
+
+
+def main(checkpoint, universal):
+    # One model-parallel rank without a pipeline; one per stage with one.
+    stages = len(glob.glob(os.path.join(checkpoint, "mp_rank_*_model_states.pt")))
+    shapes = {}
+    fragments = {}  # (stage, name, state) -> fragments in DP order
+    steps = {}
+    for mp in range(stages):
+        param_shapes, files, loaded = read_rank(checkpoint, mp)
+        shapes.update({name: shape for group in param_shapes
+                       for name, shape in group.items()})
+        difference = check_layout(files, loaded, param_shapes)
+        if difference:
+            print(difference)
+            return 1
+        for states in loaded:
+            base = states["base_optimizer_state"]["state"]
+            for g, mapping in enumerate(states["param_slice_mappings"]):
+                flat = {"fp32": states["single_partition_of_fp32_groups"][g],
+                        "exp_avg": base[g]["exp_avg"],
+                        "exp_avg_sq": base[g]["exp_avg_sq"]}
+                for name, address in mapping.items():
+                    steps[name] = base[g]["step"]
+                    for state, tensor in flat.items():
+                        fragments.setdefault((mp, name, state), []).append(
+                            tensor.narrow(0, address.start, address.numel))
+    # A parameter several stages hold (tied) has one Universal file, which
+    # every stage's copy must equal.
+    checked = set()
+    for (mp, name, state), parts in sorted(fragments.items()):
         expected = torch.cat(parts).reshape(shapes[name])
         saved = load(os.path.join(universal, "zero", name, state + ".pt"))
         if saved.get("cat_dim") != 0 or not same_bits(saved["param"], expected):
-            print(f"{name} {state}: differs from its fragments")
+            print(f"{name} {state}: differs from its fragments on model-parallel rank {mp}")
             return 1
-        checked += 1
+        checked.add((name, state))
     for name, step in steps.items():
         saved = load(os.path.join(universal, "zero", name, "step.pt"))
         if not same_bits(saved, step):
             print(f"{name}: step.pt differs")
             return 1
-    if checked != 3 * len(shapes):
-        print(f"{checked} tensors checked, expected {3 * len(shapes)}")
+    if len(checked) != 3 * len(shapes):
+        print(f"{len(checked)} tensors checked, expected {3 * len(shapes)}")
         return 1
     print(f"verified: {len(shapes)} parameters x 3 states and their steps "
-          "equal their fragments")
+          "equal their fragments" +
+          (f" on every one of {stages} stages holding them" if stages > 1 else ""))
     return 0
 
 

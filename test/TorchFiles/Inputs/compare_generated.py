@@ -39,6 +39,21 @@ def storages(value, found):
     return []
 
 
+def pipeline_args(real, model):
+    """The generator's options for a PipelineModule run like `real`'s: its
+    stages, blocks, widths and tie, read off its layer files."""
+    stages = model["checkpoint_parallel_dimensions"]["pp_degree"]
+    layers = {int(n[6:8]): load(os.path.join(real, n))
+              for n in os.listdir(real) if n.startswith("layer_")}
+    blocks = [l for l in layers.values() if "fc1.weight" in l]
+    vocab, hidden = layers[0]["weight"].shape
+    tied = len(blocks) + 2 not in layers
+    return (["--pp", str(stages), "--layers", str(len(blocks)),
+             "--hidden", str(hidden), "--vocab", str(vocab),
+             "--ffn", str(blocks[0]["fc1.weight"].shape[0])] +
+            (["--tie-embeddings"] if tied else []))
+
+
 def main(generator, fixtures, out, *runs):
     for run in runs:
         folder = os.path.join(fixtures, run, "checkpoint")
@@ -50,7 +65,9 @@ def main(generator, fixtures, out, *runs):
         model = torch.load(os.path.join(real, "mp_rank_00_model_states.pt"))
         stage = model["ds_config"]["zero_optimization"]["stage"]
         dtype = "bf16" if "bf16" in model["ds_config"] else "fp32"
-        subprocess.run([generator, "--out", ours, "--tag", tag, "--like", real,
+        pipeline = model["module"] is None
+        like = pipeline_args(real, model) if pipeline else ["--like", real]
+        subprocess.run([generator, "--out", ours, "--tag", tag, *like,
                         "--dp", str(model["dp_world_size"]), "--stage",
                         str(stage), "--dtype", dtype,
                         "--steps", str(model["global_steps"])],
