@@ -3,7 +3,7 @@
 
     bench/deepspeed-bench.py [--work DIR] [--layers 20 --hidden 1024
         --ffn 2816 --vocab 32000] [--dp 2] [--repetitions 3]
-        [--deepspeed DS_TO_UNIVERSAL.py]
+        [--deepspeed DS_TO_UNIVERSAL.py] [--pp N]
 
 Generates a bf16, AdamW, ZeRO-2 checkpoint with ucp-make-deepspeed-checkpoint
 (by default 322M parameters at DP 2, 4.5 GB), then runs, in turns, on a
@@ -30,7 +30,12 @@ load; and prints, per command, the median wall time, its ratio to the copy floor
 of the same run (the ratio of the medians, and the median of the ratios
 of each round to that round's floor, which the disk's drift from round to
 round disturbs less), the peak resident memory of the process and its children,
-the peak extra disk: the most the free space fell below what it was at
+With --pp N, only a pipeline-parallel checkpoint instead (DeepSpeed's
+PipelineModule, N stages x DP dp, ZeRO-1, bf16, --layers blocks of
+--hidden and --ffn with a head of its own): the copy floor, ds-to-universal
+and export.
+
+Each table gives the peak extra disk: the most the free space fell below what it was at
 the start, less the size of the final output (so, the temporary files),
 and the largest file written (for a retarget, the largest target
 partition's optimizer file: the memory target is that plus 256 MiB; for
@@ -58,6 +63,8 @@ parser.add_argument("--vocab", type=int, default=32000)
 parser.add_argument("--dp", type=int, default=2)
 parser.add_argument("--repetitions", type=int, default=3)
 parser.add_argument("--deepspeed", help="DeepSpeed's ds_to_universal.py")
+parser.add_argument("--pp", type=int, default=0,
+                    help="time a pipeline of this many stages only")
 parser.add_argument("--python", default="/usr/bin/python3",
                     help="the Python that runs DeepSpeed's converter")
 parser.add_argument("--deepspeed-pythonpath", default="",
@@ -116,15 +123,17 @@ def measure(command, output, env=None):
     return seconds, usage.ru_maxrss * 1024, max(extra, 0), largest_file(output)
 
 
-def make_checkpoint(name, tp):
-    """Generates the benchmark's checkpoint at TP degree `tp` (once)."""
+def make_checkpoint(name, tp, pp=0):
+    """Generates the benchmark's checkpoint at TP degree `tp` (once), or
+    with `pp` a pipeline of that many stages."""
     checkpoint = os.path.join(args.work, name)
+    layout = ["--pp", str(pp), "--stage", "1"] if pp else \
+        ["--tp", str(tp), "--stage", "2"]
     if not os.path.isdir(checkpoint):
         subprocess.run([os.path.join(BIN, "ucp-make-deepspeed-checkpoint"),
-                        "--out", checkpoint, "--dp", str(args.dp),
-                        "--tp", str(tp), "--stage", "2", "--dtype", "bf16",
-                        "--layers", str(args.layers), "--hidden",
-                        str(args.hidden), "--ffn", str(args.ffn),
+                        "--out", checkpoint, "--dp", str(args.dp), *layout,
+                        "--dtype", "bf16", "--layers", str(args.layers),
+                        "--hidden", str(args.hidden), "--ffn", str(args.ffn),
                         "--vocab", str(args.vocab)], check=True)
     return os.path.join(checkpoint, "step3")
 
@@ -170,8 +179,22 @@ def print_table(source, samples):
               f"{rss / 1e6:12.0f} {extra / 1e6:14.0f} {largest / 1e6:16.0f}")
 
 
+def pipeline_main():
+    source = make_checkpoint(f"checkpoint-pp{args.pp}", 1, args.pp)
+    print_table(source, run_rounds({
+        "copy floor": lambda o: ["sh", "-c", f'cp -r "{source}" "{o}" && sync'],
+        "affine-run": lambda o: affine_run(
+            "ds-to-universal", "--inject_missing_state", "--input_folder",
+            source, "--output_folder", o),
+        "export": lambda o: affine_run(
+            "export", "--input_folder", source, "--out", o),
+    }, [source], None))
+
+
 def main():
     os.makedirs(args.work, exist_ok=True)
+    if args.pp:
+        return pipeline_main()
     source = make_checkpoint("checkpoint", 1)
     universal = os.path.join(args.work, "universal", "step3_universal")
     if not os.path.isdir(universal):

@@ -92,6 +92,8 @@ struct WeightBlock {
   std::string file;
   /// The expert file holding it, kept open while it is compared.
   std::shared_ptr<TorchFile> owner;
+  /// The file holding it, whose pages are released once compared.
+  const TorchFile *holder = nullptr;
   TensorData data;
   int64_t first = 0, count = 0;
   bool rowMajor = true;
@@ -155,7 +157,7 @@ getWeightCopies(const DeepSpeedCheckpoint &checkpoint,
         continue;
       const TorchFile &file = *checkpoint.getLayerFiles()[weight.file];
       TensorData data = file.getTensor(weight.tensor);
-      copies.push_back({{file.getPath().str(), nullptr, data, 0,
+      copies.push_back({{file.getPath().str(), nullptr, &file, data, 0,
                          *getNumElements(shape),
                          data.strides == getRowMajorStrides(shape)}});
     }
@@ -167,7 +169,7 @@ getWeightCopies(const DeepSpeedCheckpoint &checkpoint,
     const TorchFile &model = *checkpoint.getModelFiles()[rank];
     if (std::optional<TensorData> weight =
             findWeight(model, param.name, shape, /*inModule=*/true))
-      copies.push_back({{model.getPath().str(), nullptr, *weight, 0,
+      copies.push_back({{model.getPath().str(), nullptr, &model, *weight, 0,
                          *getNumElements(shape),
                          weight->strides == getRowMajorStrides(shape)}});
     return copies;
@@ -192,8 +194,9 @@ getWeightCopies(const DeepSpeedCheckpoint &checkpoint,
                                  std::to_string(expert) +
                                  ": the file is not that expert's (a file "
                                  "of another expert or run?)");
-    blocks.push_back({path, std::shared_ptr<TorchFile>(std::move(*file)),
-                      *weight, j * perExpert, perExpert,
+    std::shared_ptr<TorchFile> owner(std::move(*file));
+    blocks.push_back({path, owner, owner.get(), *weight, j * perExpert,
+                      perExpert,
                       weight->strides == getRowMajorStrides(expertShape)});
   }
   return copies;
@@ -235,6 +238,9 @@ static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
       mismatch.weight = readElement(block.data.dtype, weight);
     }
     start += master.shape[0];
+    // Read once here; the job reads them again from the page cache.
+    checkpoint.releaseFragmentPages(param, gridRank, TensorState::Master,
+                                    master.data, master.shape[0] * 4);
   }
   if (mismatch.count == 0)
     return "";
@@ -303,6 +309,11 @@ Error DeepSpeedReader::checkWeightsAgainstMasters() const {
         failures[p] = compareWithMasters(checkpoint, params[p], rank, copy);
         if (!failures[p].empty())
           return;
+        for (const WeightBlock &block : copy)
+          if (block.rowMajor)
+            block.holder->releasePages(
+                block.data.data,
+                block.count * getElementSize(block.data.dtype));
       }
     }
   });
