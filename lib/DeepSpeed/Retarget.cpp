@@ -169,8 +169,12 @@ Error Retargeter::plan() {
   return Error::success();
 }
 
-/// The bytes of zeros a partition's padding is written from at a time.
-constexpr size_t kZeroPiece = size_t(1) << 20;
+/// The zeros a partition's padding is written from, a piece at a time:
+/// made once, not once per file.
+static llvm::StringRef getZeroPiece() {
+  static const std::string zeros(size_t(1) << 20, '\0');
+  return zeros;
+}
 
 void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
                               std::vector<char> &out) const {
@@ -286,9 +290,8 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
     PartitionPieces partition;
     switch (storage.fill) {
     case NewStorage::Partition:
-      zeros.assign(kZeroPiece, '\0');
       partition = getPartitionPieces(storage.group, d, t, storage.state,
-                                     storage.elements, zeros);
+                                     storage.elements, getZeroPiece());
       pieces = partition.pieces;
       break;
     case NewStorage::MasterWeights: {

@@ -17,9 +17,8 @@ CopyProgram ucp::selectTarget(const CopyProgram &whole, int64_t target,
     if (fill.targetBuffer == target)
       part.fills.push_back(fill);
   if (withCopies)
-    for (const BufferPairCopies &pair : whole.pairs)
-      if (pair.targetBuffer == target)
-        part.pairs.push_back(pair);
+    for (const BufferPairCopies *pair : getPairsInto(whole, target))
+      part.pairs.push_back(*pair);
   return part;
 }
 
@@ -77,9 +76,8 @@ llvm::Error ucp::runIntoTarget(const ProgramRun &run, int64_t target,
     return llvm::Error::success();
   };
   int64_t batched = 0;
-  for (const BufferPairCopies &pair : run.program->pairs) {
-    if (pair.targetBuffer != target)
-      continue;
+  for (const BufferPairCopies *into : getPairsInto(*run.program, target)) {
+    const BufferPairCopies &pair = *into;
     for (const StridedCopy &copy : pair.copies) {
       if (batch.pairs.empty() ||
           batch.pairs.back().sourceBuffer != pair.sourceBuffer)

@@ -5,6 +5,7 @@
 #include "ucp/Plan/SegmentStacking.h"
 #include "ucp/Support/Error.h"
 
+#include <algorithm>
 #include <cmath>
 
 using namespace ucp;
@@ -87,6 +88,7 @@ CopyProgram ucp::lowerPlan(const TransferPlan &plan) {
   }
   for (auto &[pair, copies] : byPair)
     program.pairs.push_back({pair.first, pair.second, std::move(copies)});
+  program.pairsSorted = true; // byPair's order.
   for (const Fill &fill : plan.fills) {
     size_t outer =
         fill.shape.size() > kMaxCopyRank ? fill.shape.size() - kMaxCopyRank : 0;
@@ -101,6 +103,32 @@ CopyProgram ucp::lowerPlan(const TransferPlan &plan) {
         });
   }
   return program;
+}
+
+std::vector<const BufferPairCopies *>
+ucp::getPairsInto(const CopyProgram &program, int64_t target) {
+  std::vector<const BufferPairCopies *> found;
+  if (!program.pairsSorted) {
+    for (const BufferPairCopies &pair : program.pairs)
+      if (pair.targetBuffer == target)
+        found.push_back(&pair);
+    return found;
+  }
+  // Each source's pairs in turn: its run of the list, searched by target.
+  auto begin = program.pairs.begin(), end = program.pairs.end();
+  while (begin != end) {
+    int64_t source = begin->sourceBuffer;
+    auto next = std::partition_point(begin, end, [&](const auto &pair) {
+      return pair.sourceBuffer == source;
+    });
+    auto at = std::partition_point(begin, next, [&](const auto &pair) {
+      return pair.targetBuffer < target;
+    });
+    if (at != next && at->targetBuffer == target)
+      found.push_back(&*at);
+    begin = next;
+  }
+  return found;
 }
 
 CopyProgram ucp::raiseScales(const CopyProgram &program, int scalePower) {

@@ -162,8 +162,15 @@ OutputFile::create(llvm::StringRef path) {
   // A replaced file keeps its permissions: a private file stays private.
   if (destination->replacedMode)
     (void)::fchmod(file->descriptor, *destination->replacedMode);
-  // An interrupted run (Ctrl-C, a batch system's SIGTERM) leaves nothing.
-  llvm::sys::RemoveFileOnSignal(file->temporary);
+  // An interrupted run (Ctrl-C, a batch system's SIGTERM) leaves nothing:
+  // the temporary goes, alone or with the output folder holding it. (LLVM
+  // keeps one entry per file ever registered and walks them all on each
+  // registration, so that a folder of 100,000 files would take quadratic
+  // time and memory growing with every file.)
+  if (!isRemovedOnSignal(file->temporary)) {
+    llvm::sys::RemoveFileOnSignal(file->temporary);
+    file->removedOnSignal = true;
+  }
   return file;
 }
 
@@ -173,7 +180,8 @@ OutputFile::~OutputFile() {
     ::close(descriptor);
   if (!committed && !temporary.empty()) {
     fs::remove(temporary);
-    llvm::sys::DontRemoveFileOnSignal(temporary);
+    if (removedOnSignal)
+      llvm::sys::DontRemoveFileOnSignal(temporary);
   }
 }
 
@@ -257,7 +265,8 @@ llvm::Error OutputFile::commit(bool durable) {
     return makeError(path, "cannot rename the finished file into place: " +
                                ec.message());
   committed = true;
-  llvm::sys::DontRemoveFileOnSignal(temporary);
+  if (removedOnSignal)
+    llvm::sys::DontRemoveFileOnSignal(temporary);
   return llvm::Error::success();
 }
 

@@ -42,6 +42,9 @@ std::array<FolderSlot, kMaxFolders> registeredFolders;
 /// 0 until a handler starts removing the folders, 1 while it does, 2 after.
 std::atomic<int> removal{0};
 
+/// Whether installSignalHandlers has run.
+std::atomic<bool> handlersInstalled{false};
+
 /// The interrupt signals, and the handlers LLVM installed for them.
 constexpr std::array<int, 5> kInterruptSignals = {SIGHUP, SIGINT, SIGTERM,
                                                  SIGUSR2, SIGPIPE};
@@ -186,6 +189,22 @@ void ucp::installSignalHandlers(const char *argv0) {
       sigaddset(&ours.sa_mask, other);
     sigaction(signal, &ours, &llvmHandlers[i]);
   }
+  handlersInstalled = true;
+}
+
+bool ucp::isRemovedOnSignal(llvm::StringRef path) {
+  llvm::SmallString<256> absolute(path);
+  if (!handlersInstalled || llvm::sys::fs::make_absolute(absolute))
+    return false;
+  for (const FolderSlot &slot : registeredFolders) {
+    if (slot.state.load() != FolderSlot::Registered || !slot.withContents)
+      continue;
+    llvm::StringRef folder(slot.path);
+    if (absolute.str().starts_with(folder) &&
+        absolute.size() > folder.size() && absolute[folder.size()] == '/')
+      return true;
+  }
+  return false;
 }
 
 void ucp::removeFolderOnSignal(llvm::StringRef path, bool withContents) {

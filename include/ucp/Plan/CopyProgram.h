@@ -55,6 +55,11 @@ struct StridedFill {
 /// Copies and fills have at most kMaxCopyRank dimensions.
 struct CopyProgram {
   std::vector<BufferPairCopies> pairs;
+  /// Whether `pairs` are in (source, target) order, each pair once, as
+  /// lowerPlan makes them: then getPairsInto finds a target's by binary
+  /// search, so that a job writing thousands of targets one at a time
+  /// does not scan every pair for each.
+  bool pairsSorted = false;
   std::vector<StridedFill> fills;
   /// Elements of every source and target buffer.
   std::map<int64_t, int64_t> sourceElements;
@@ -70,6 +75,11 @@ constexpr int64_t kMaxCopyElements = int64_t(1) << 20;
 /// dimensions are merged, is split into one copy per index of its outer
 /// dimensions: exact on every executor, whatever the rank.
 constexpr size_t kMaxCopyRank = 8;
+
+/// The pairs of `program` that write target buffer `target`, in program
+/// order.
+std::vector<const BufferPairCopies *> getPairsInto(const CopyProgram &program,
+                                                   int64_t target);
 
 /// The copy programs of a transfer, by parameter name.
 using TransferPrograms = std::map<std::string, CopyProgram>;

@@ -78,6 +78,9 @@ private:
   int descriptor = -1;
   std::unique_ptr<llvm::raw_fd_ostream> stream;
   bool committed = false;
+  /// Whether the temporary is in LLVM's list of files removed on a signal
+  /// (not when a registered folder holding it goes anyway).
+  bool removedOnSignal = false;
   /// Written in place (a device or pipe), and the bytes written to a pipe.
   bool direct = false;
   uint64_t streamed = 0;

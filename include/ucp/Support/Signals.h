@@ -38,6 +38,11 @@ void removeFolderOnSignal(llvm::StringRef path, bool withContents);
 /// Undoes removeFolderOnSignal(`path`, ...): the folder is kept, or gone.
 void dontRemoveFolderOnSignal(llvm::StringRef path);
 
+/// Whether an interrupt signal removes `path` anyway, with a folder
+/// registered with its contents that holds it (and the handlers are
+/// installed): a file there needs no registration of its own.
+bool isRemovedOnSignal(llvm::StringRef path);
+
 } // namespace ucp
 
 #endif // UCP_SUPPORT_SIGNALS_H
