@@ -121,6 +121,35 @@ TEST(SignalsDeathTest, InterruptRemovesTheUnfinishedFolderAndItsParents) {
   }
 }
 
+/// In a death test's process: whether isRemovedOnSignal knows the files
+/// of a registered folder from their neighbours. Exits with 0 if so, with
+/// the number of the first wrong answer otherwise.
+[[noreturn]] void checkFilesOfRegisteredFolders() {
+  std::string scratch = getScratchFolder(getppid()) + "/out";
+  // Without the handlers nothing is removed, so nothing counts.
+  removeFolderOnSignal(scratch, /*withContents=*/true);
+  if (isRemovedOnSignal(scratch + "/a.pt"))
+    std::_Exit(1);
+  installSignalHandlers("ucp-unit-tests");
+  if (!isRemovedOnSignal(scratch + "/a.pt") ||
+      !isRemovedOnSignal(scratch + "/zero/w/fp32.pt"))
+    std::_Exit(2);
+  // The folder itself, a sibling sharing its name's start, and a folder
+  // registered without its contents are not.
+  if (isRemovedOnSignal(scratch) || isRemovedOnSignal(scratch + "2/a.pt"))
+    std::_Exit(3);
+  removeFolderOnSignal(scratch + "-parent", /*withContents=*/false);
+  if (isRemovedOnSignal(scratch + "-parent/a.pt"))
+    std::_Exit(4);
+  dontRemoveFolderOnSignal(scratch);
+  std::_Exit(isRemovedOnSignal(scratch + "/a.pt") ? 5 : 0);
+}
+
+TEST(SignalsDeathTest, FilesOfARegisteredFolderGoWithIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(checkFilesOfRegisteredFolders(), testing::ExitedWithCode(0), "");
+}
+
 TEST(SignalsDeathTest, HangUpRemovesUnfinishedOutputsAndEndsTheRun) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(raiseWhileWriting(SIGHUP), testing::KilledBySignal(SIGHUP), "");
