@@ -125,8 +125,18 @@ Error Retargeter::plan() {
     }
   }
   // Each parameter's target map: its TP (or EP) map, each shard cut by the
-  // target's partitioning; and its TP map alone, for the weights.
-  std::vector<ParamMap> sources, targets, weights;
+  // target's partitioning; and its TP map alone, for the weights. Planned
+  // one parameter at a time, so that memory holds one target map (one
+  // shard per target rank) rather than every parameter's.
+  auto plan = [&](const ParamMap &source, const ParamMap &target,
+                  TransferPrograms &into) -> Error {
+    Expected<TransferPrograms> planned =
+        planTransfers(source, target, {ReplicaPolicy::Lowest});
+    if (!planned)
+      return planned.takeError();
+    into.merge(*planned);
+    return Error::success();
+  };
   for (size_t g = 0; g < groups.size(); ++g)
     for (auto [i, p] : llvm::enumerate(groups[g])) {
       const DeepSpeedParam &param = params[p];
@@ -144,28 +154,18 @@ Error Retargeter::plan() {
       Expected<ParamMap> map = nestShardMaps(tpMaps[p], inner);
       if (!map)
         return map.takeError();
-      sources.push_back(param.map);
-      targets.push_back(std::move(*map));
-      weights.push_back(tpMaps[p]);
-    }
-  Expected<TransferPrograms> planned =
-      planTransfers(sources, targets, {ReplicaPolicy::Lowest});
-  if (!planned)
-    return planned.takeError();
-  programs = std::move(*planned);
-  // One program serves every state: each must be able to move through it.
-  for (const DeepSpeedParam &param : params)
-    for (TensorState state : kOptimizerStates)
-      if (Error error = checkScalePower(programs.at(param.name), param.name,
-                                        getScalePower(state)))
+      if (Error error = plan(param.map, *map, programs))
         return error;
-  if (rebuildsWeights()) {
-    Expected<TransferPrograms> planned =
-        planTransfers(sources, weights, {ReplicaPolicy::Lowest});
-    if (!planned)
-      return planned.takeError();
-    weightPrograms = std::move(*planned);
-  }
+      // One program serves every state: each must be able to move
+      // through it.
+      for (TensorState state : kOptimizerStates)
+        if (Error error = checkScalePower(programs.at(param.name), param.name,
+                                          getScalePower(state)))
+          return error;
+      if (rebuildsWeights())
+        if (Error error = plan(param.map, tpMaps[p], weightPrograms))
+          return error;
+    }
   return Error::success();
 }
 

@@ -166,13 +166,11 @@ Expected<ParamMap> ucp::buildFlatRangeLayout(llvm::StringRef name,
     if (size < 0 || !elements || size > *elements - start)
       return refuse(map, "fragments " + formatList(sizes) +
                              " do not fit a shard of " + formatList(shape));
-    // A rank whose fragment is empty holds nothing: no shard, so that a
-    // map over many more ranks than elements stays as small as its data.
+    Shard shard{static_cast<int64_t>(rank), {size}, {}};
     if (size > 0)
-      map.shards.push_back(
-          {static_cast<int64_t>(rank),
-           {size},
-           {{{size}, {start, {1}}, {0, {1}}, {static_cast<int64_t>(rank)}, 1.0}}});
+      shard.pieces.push_back(
+          {{size}, {start, {1}}, {0, {1}}, {static_cast<int64_t>(rank)}, 1.0});
+    map.shards.push_back(std::move(shard));
     start += size;
   }
   if (start != *elements)

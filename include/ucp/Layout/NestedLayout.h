@@ -32,7 +32,7 @@ llvm::Expected<ParamMap> nestShardMaps(const ParamMap &outer,
 /// Returns the inner map that flattens a shard of `shape` and gives rank d
 /// the `sizes[d]` elements after those of ranks before it (ZeRO's
 /// fragments of one parameter, stacked in DP-rank order). The sizes must
-/// sum to the shard's elements; a rank of none holds no shard.
+/// sum to the shard's elements.
 llvm::Expected<ParamMap> buildFlatRangeLayout(llvm::StringRef name,
                                               llvm::ArrayRef<int64_t> shape,
                                               llvm::ArrayRef<int64_t> sizes);
