@@ -128,7 +128,7 @@ Error Retargeter::plan() {
   // target's partitioning; and its TP map alone, for the weights. Planned
   // one parameter at a time, so that memory holds one target map (one
   // shard per target rank) rather than every parameter's.
-  auto plan = [&](const ParamMap &source, const ParamMap &target,
+  auto planInto = [&](const ParamMap &source, const ParamMap &target,
                   TransferPrograms &into) -> Error {
     Expected<TransferPrograms> planned =
         planTransfers(source, target, {ReplicaPolicy::Lowest});
@@ -154,7 +154,7 @@ Error Retargeter::plan() {
       Expected<ParamMap> map = nestShardMaps(tpMaps[p], inner);
       if (!map)
         return map.takeError();
-      if (Error error = plan(param.map, *map, programs))
+      if (Error error = planInto(param.map, *map, programs))
         return error;
       // One program serves every state: each must be able to move
       // through it.
@@ -163,7 +163,7 @@ Error Retargeter::plan() {
                                           getScalePower(state)))
           return error;
       if (rebuildsWeights())
-        if (Error error = plan(param.map, tpMaps[p], weightPrograms))
+        if (Error error = planInto(param.map, tpMaps[p], weightPrograms))
           return error;
     }
   return Error::success();
