@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GeneratedModel.h"
+#include "ucp/DeepSpeed/PipelineLayout.h"
 #include "ucp/Formats/Torch/Pickle.h"
 #include "ucp/Map/Indexing.h"
 
@@ -22,24 +23,10 @@
 using namespace ucp;
 using namespace ucp::generator;
 
-/// DeepSpeed's partition_uniform: the first item of each of `parts` parts.
-static std::vector<int64_t> partitionUniform(int64_t items, int64_t parts) {
-  std::vector<int64_t> bounds(parts + 1, 0);
-  if (items <= parts) {
-    for (int64_t p = 0; p <= parts; ++p)
-      bounds[p] = std::min(p, items);
-    return bounds;
-  }
-  int64_t chunk = items / parts, residual = items - chunk * parts;
-  for (int64_t p = 0; p <= parts; ++p)
-    bounds[p] = p * chunk + std::min(p, residual);
-  return bounds;
-}
-
 std::vector<Model> ucp::generator::buildPipelineModels(
     const PipelineShape &shape, int64_t dp) {
   int64_t head = shape.layers + 2, items = shape.layers + 3;
-  std::vector<int64_t> bounds = partitionUniform(items, shape.stages);
+  std::vector<int64_t> bounds = getUniformPartition(items, shape.stages);
   std::map<std::string, size_t> ids;
   std::vector<Model> models;
   for (int64_t s = 0; s < shape.stages; ++s) {

@@ -14,7 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
-#include "ucp/Canonical/LocationAssignment.h"
+#include "ucp/DeepSpeed/PipelineLayout.h"
 #include "ucp/Layout/NestedLayout.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
@@ -78,6 +78,12 @@ Error DeepSpeedReader::placeGroup(int64_t stage, size_t g,
                        ": a parameter several stages hold is one parameter "
                        "of one group");
     stages.push_back(stage);
+    if (!experts) {
+      auto &stageGroups = checkpoint.stageGroups;
+      stageGroups.resize(std::max<size_t>(stageGroups.size(), stage + 1));
+      stageGroups[stage].resize(std::max(stageGroups[stage].size(), g + 1));
+      stageGroups[stage][g].push_back(it->second);
+    }
     for (int64_t o = first; o < first + count; ++o) {
       param.tpShapes[o] = getShapes(o)[p].shape;
       for (int64_t d = 0; d < dp; ++d)
@@ -92,34 +98,24 @@ Expected<ParamMap> DeepSpeedReader::buildModelParallelMap(
   if (param.expertLayer)
     return buildExpertMap(param.name, *param.expertLayer,
                           param.tpShapes.front());
-  ParamMap map{param.name, {}, files.mp, {}, std::nullopt};
+  std::optional<ParamMap> first;
   for (int64_t stage : stages) {
-    int64_t first = stage * files.tp;
     Expected<ParamMap> stageMap = buildTpMap(
-        param.name, llvm::ArrayRef(param.tpShapes).slice(first, files.tp));
+        param.name,
+        llvm::ArrayRef(param.tpShapes).slice(stage * files.tp, files.tp));
     if (!stageMap)
       return stageMap.takeError();
-    if (stage != stages.front() &&
-        (stageMap->logicalShape != map.logicalShape ||
-         stageMap->originalVocabSize != map.originalVocabSize))
+    if (first && !(*stageMap == *first))
       return makeError("parameter '" + param.name + "' is " +
                        formatList(stageMap->logicalShape) + " on stage " +
                        std::to_string(stage) + " but " +
-                       formatList(map.logicalShape) + " on stage " +
+                       formatList(first->logicalShape) + " on stage " +
                        std::to_string(stages.front()) +
                        ": the copies of a tied parameter are one tensor");
-    map.logicalShape = stageMap->logicalShape;
-    map.originalVocabSize = stageMap->originalVocabSize;
-    for (Shard &shard : stageMap->shards) {
-      shard.rank += first;
-      for (Piece &piece : shard.pieces)
-        for (int64_t &location : piece.locations)
-          location += first;
-      map.shards.push_back(std::move(shard));
-    }
+    if (!first)
+      first = std::move(*stageMap);
   }
-  // Copies on several stages hold the same blocks: replicas.
-  return stages.size() > 1 ? assignLocations(map) : Expected<ParamMap>(map);
+  return placeOnStages(*first, stages, files.tp, files.pp);
 }
 
 Error DeepSpeedReader::buildParams() {

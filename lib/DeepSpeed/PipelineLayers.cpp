@@ -17,6 +17,7 @@
 
 #include "DeepSpeedReader.h"
 #include "ucp/Checkpoint/Invariants.h"
+#include "ucp/DeepSpeed/PipelineLayout.h"
 #include "ucp/Formats/Torch/PickleCursor.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Map/Invariants.h"
@@ -85,16 +86,6 @@ static Error readLayerEntries(const TorchFile &file, size_t index,
     entries.push_back({index, layer, key, *tensor, data.shape});
   }
   return Error::success();
-}
-
-/// Splits "3.fc1.weight" into layer 3 and "fc1.weight".
-static std::optional<std::pair<int64_t, std::string>>
-splitLayerName(llvm::StringRef name) {
-  auto [index, rest] = name.split('.');
-  int64_t layer = 0;
-  if (rest.empty() || index.getAsInteger(10, layer))
-    return std::nullopt;
-  return std::pair{layer, rest.str()};
 }
 
 Error DeepSpeedReader::openLayerFiles() {

@@ -19,7 +19,9 @@
 #include "ucp/Support/CheckpointFolder.h"
 #include "ucp/Support/Error.h"
 
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Parallel.h"
+#include "llvm/Support/Path.h"
 
 #include <chrono>
 
@@ -41,15 +43,8 @@ Error Retargeter::checkTarget() const {
                      ": expected 1, 2 or 3");
   if (options.dp < 1)
     return makeError("--dp " + std::to_string(options.dp) + ": expected >= 1");
-  // A pipeline's parameter groups are per stage: writing them at another
-  // topology is not built yet (ds-to-universal and export read it).
-  if (checkpoint.isPipeline())
-    return makeError(checkpoint.getFolder() +
-                     ": a pipeline-parallel checkpoint (" +
-                     std::to_string(checkpoint.getPipelineDegree()) +
-                     " stages, layer files), which ds-retarget does not "
-                     "write at another topology yet; ds-to-universal and "
-                     "export read it");
+  if (Error error = checkPipeline())
+    return error;
   if (tp < 1 || tp > kMaxWorldSize)
     return makeError("--tp " + std::to_string(tp) + ": expected 1 to " +
                      std::to_string(kMaxWorldSize));
@@ -60,12 +55,16 @@ Error Retargeter::checkTarget() const {
     return makeError("--num-kv-heads: used only at a new TP degree "
                      "(--tp), and the TP degree stays " +
                      std::to_string(tp));
-  // Bounded before any map is built: the target grid is dp x tp ranks
-  // (dp alone first, so that the product cannot overflow).
-  int64_t world = std::min(options.dp, kMaxWorldSize + 1) * tp;
+  // Bounded before any map is built: the target grid is dp x pp x tp
+  // ranks (dp alone first, so that the product cannot overflow; pp and tp
+  // are bounded already).
+  int64_t world =
+      std::min(options.dp, kMaxWorldSize + 1) * getModelParallelDegree();
   if (std::string error =
           checkWorldSize(options.dp > kMaxWorldSize ? options.dp : world,
-                         "the target's DP x TP world");
+                         checkpoint.isPipeline()
+                                 ? "the target's DP x PP x TP world"
+                                 : "the target's DP x TP world");
       !error.empty())
     return makeError("--dp " + std::to_string(options.dp) + ": " + error);
   // A fresh checkpoint holds no moments, and its target none either.
@@ -93,7 +92,18 @@ Error Retargeter::checkTarget() const {
     return makeError(checkpoint.getFolder() +
                      ": frozen parameters (frozen_param_fragments) at a "
                      "new TP degree are not supported");
-  PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
+  const TorchFile &model = *checkpoint.getModelFiles().front();
+  PickleCursor root(model.getDocument());
+  // At ZeRO stage 0 (BF16_Optimizer) DeepSpeed restores the optimizer from
+  // the model states' own copy rather than the optimizer files.
+  std::optional<PickleCursor> optimizer = root.find("optimizer");
+  if (optimizer && !optimizer->is(PickleValue::None))
+    return makeError(
+        model.getPath() +
+        ": holds the optimizer's state ('optimizer'), which DeepSpeed "
+        "restores from the model states at ZeRO stage 0 (BF16_Optimizer) "
+        "instead of the optimizer files; writing that copy at another "
+        "topology is not built (ds-to-universal and export read it)");
   std::optional<PickleCursor> buffers = root.find("buffer_names");
   if (changesTpMaps() && buffers && buffers->is(PickleValue::List) &&
       !buffers->get().items.empty())
@@ -114,12 +124,15 @@ Error Retargeter::plan() {
       groups.resize(params[p].group + 1);
     groups[params[p].group].push_back(p);
   }
+  if (Error error = planStages())
+    return error;
   for (size_t g = 0; g < groups.size(); ++g) {
-    outerDegrees.push_back(isExpertGroup(g) ? epSize : tp);
+    outerDegrees.push_back(isExpertGroup(g) ? epSize
+                                            : getModelParallelDegree());
     std::vector<ZeroGroupLayout> &perRank = layouts.emplace_back();
     for (int64_t o = 0; o < outerDegrees[g]; ++o) {
       std::vector<int64_t> elements;
-      for (size_t p : groups[g])
+      for (size_t p : getGroupParams(g, o))
         elements.push_back(*getNumElements(tpShapes[p][o]));
       perRank.push_back(layOutZeroGroup(elements, getGroupDpDegree(g), stage));
     }
@@ -138,10 +151,17 @@ Error Retargeter::plan() {
     return Error::success();
   };
   for (size_t g = 0; g < groups.size(); ++g)
-    for (auto [i, p] : llvm::enumerate(groups[g])) {
+    for (size_t p : groups[g]) {
       const DeepSpeedParam &param = params[p];
       std::vector<ParamMap> inner;
       for (int64_t o = 0; o < outerDegrees[g]; ++o) {
+        // A rank of a stage without the parameter has no shard to cut.
+        int64_t i = stagePositions[isExpertGroup(g) ? 0 : o / tp][p];
+        if (i < 0) {
+          inner.push_back(
+              {param.name, {}, getGroupDpDegree(g), {}, std::nullopt});
+          continue;
+        }
         Extents sizes;
         for (int64_t d = 0; d < getGroupDpDegree(g); ++d)
           sizes.push_back(layouts[g][o].getSlice(i, d).count);
@@ -178,7 +198,7 @@ static llvm::StringRef getZeroPiece() {
 
 void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
                               std::vector<char> &out) const {
-  const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
+  const DeepSpeedParam &param = checkpoint.getParams()[getGroupParams(g, t)[i]];
   int64_t elements = layouts[g][t].elements[i];
   // The fp32 master of the TP shard (its source pages released as read),
   // then in the model's dtype, rounded to nearest even as torch's copy_
@@ -208,7 +228,8 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
   std::vector<ProgramRun> runs;
   std::vector<std::optional<std::vector<SourcePiece>>> direct;
   std::vector<size_t> executed;
-  for (auto [i, p] : llvm::enumerate(groups[g])) {
+  llvm::ArrayRef<size_t> params = getGroupParams(g, rank.outer);
+  for (auto [i, p] : llvm::enumerate(params)) {
     const DeepSpeedParam &param = checkpoint.getParams()[p];
     runs.push_back(
         checkpoint.getFragmentRun(param, which, programs.at(param.name)));
@@ -220,10 +241,10 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
       executed.push_back(i);
   }
   PartitionPieces pieces;
-  pieces.buffers.resize(groups[g].size());
+  pieces.buffers.resize(params.size());
   llvm::parallelFor(0, executed.size(), [&](size_t e) {
     size_t i = executed[e];
-    const DeepSpeedParam &param = checkpoint.getParams()[groups[g][i]];
+    const DeepSpeedParam &param = checkpoint.getParams()[params[i]];
     std::vector<char> &buffer = pieces.buffers[i];
     int64_t count = layout.getSlice(i, rank.inner).count;
     buffer.assign(count * 4, 0);
@@ -240,7 +261,7 @@ Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
       pieces.pieces.push_back(zeros.take_front(n * 4));
     }
   };
-  for (auto [i, p] : llvm::enumerate(groups[g])) {
+  for (auto [i, p] : llvm::enumerate(params)) {
     FragmentSlice slice = layout.getSlice(i, rank.inner);
     if (slice.count == 0)
       continue;
@@ -296,7 +317,7 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
       break;
     case NewStorage::MasterWeights: {
       // One weight at a time, then the padding: memory holds one.
-      size_t params = groups[storage.group].size();
+      size_t params = getGroupParams(storage.group, t).size();
       zeros.assign((storage.elements - storage.kept) * size, '\0');
       if (Error error = writer.writeStorage(
               storage.key, params + 1, [&](size_t i) -> llvm::StringRef {
@@ -334,6 +355,20 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
   return Error::success();
 }
 
+Error Retargeter::copySourceFile(llvm::StringRef file,
+                                  llvm::StringRef folder) {
+  llvm::SmallString<256> copy(folder);
+  llvm::sys::path::append(copy, llvm::sys::path::filename(file));
+  if (std::error_code ec = llvm::sys::fs::copy_file(file, copy))
+    return makeError(copy + ": " + ec.message());
+  uint64_t size = 0;
+  if (std::error_code ec = llvm::sys::fs::file_size(copy, size))
+    return makeError(copy + ": " + ec.message());
+  bytesWritten += size;
+  ++filesWritten;
+  return Error::success();
+}
+
 std::optional<PickleCursor> ucp::findPath(const PickleCursor &root,
                                           llvm::ArrayRef<const char *> keys) {
   std::optional<PickleCursor> at = root;
@@ -354,30 +389,39 @@ Error Retargeter::write(llvm::StringRef folder) {
   // One file at a time, each partition's parameters in parallel: memory
   // holds one target partition.
   llvm::parallel::strategy = llvm::hardware_concurrency(options.threads);
-  // Model states per TP rank, or per grid rank for ZeRO-3; ZeRO-1/2's
+  // Model states per model-parallel rank, or per grid rank for ZeRO-3;
+  // optimizer states per grid rank; a pipeline's layer files; ZeRO-1/2's
   // per-expert files.
   size_t experts = 0;
   if (!isZero3Target())
     for (const AutoEpLayer &layer : checkpoint.getAutoEpLayers())
       experts += layer.numExperts;
-  size_t total =
-      (isZero3Target() ? tp * options.dp : tp) + tp * options.dp + experts;
+  int64_t mp = getModelParallelDegree();
+  size_t layerFiles = checkpoint.getLayerFiles().size();
+  size_t total = (isZero3Target() ? mp * options.dp : mp) + mp * options.dp +
+                 experts + layerFiles;
   auto report = [&] {
     return reportProgress(options.progress, filesWritten, total, bytesWritten);
   };
-  for (int64_t t = 0; t < tp; ++t) {
-    if (Error error = writeModelStates(t, folder))
+  for (int64_t m = 0; m < mp; ++m) {
+    if (Error error = writeModelStates(m, folder))
       return error;
     if (Error error = report())
       return error;
   }
   for (int64_t d = 0; d < options.dp; ++d)
-    for (int64_t t = 0; t < tp; ++t) {
-      if (Error error = writeTensorStates(d, t, folder))
+    for (int64_t m = 0; m < mp; ++m) {
+      if (Error error = writeTensorStates(d, m, folder))
         return error;
       if (Error error = report())
         return error;
     }
+  if (layerFiles) {
+    if (Error error = writeLayerFiles(folder))
+      return error;
+    if (Error error = report())
+      return error;
+  }
   if (experts) {
     if (Error error = writeExpertFiles(folder))
       return error;

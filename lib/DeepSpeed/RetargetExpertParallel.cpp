@@ -353,16 +353,8 @@ Error Retargeter::writeExpertFiles(llvm::StringRef folder) {
   if (checkpoint.isUniversal())
     return writeExpertFilesFromMasters(folder);
   for (const std::vector<std::string> &layer : checkpoint.getExpertFiles())
-    for (const std::string &file : layer) {
-      llvm::SmallString<256> copy(folder);
-      path::append(copy, path::filename(file));
-      if (std::error_code ec = fs::copy_file(file, copy))
-        return makeError(copy + ": " + ec.message());
-      uint64_t size = 0;
-      if (std::error_code ec = fs::file_size(copy, size))
-        return makeError(copy + ": " + ec.message());
-      bytesWritten += size;
-      ++filesWritten;
-    }
+    for (const std::string &file : layer)
+      if (Error error = copySourceFile(file, folder))
+        return error;
   return Error::success();
 }

@@ -35,7 +35,8 @@ Error Retargeter::replaceModuleWeights(
   std::vector<PickleRef> tensors;
   int64_t offset = 0;
   bool clones = checkpoint.getAutoEpSize() && !isZero3Source();
-  for (size_t p : groups[g]) {
+  llvm::ArrayRef<size_t> params = getGroupParams(g, t);
+  for (size_t p : params) {
     const DeepSpeedParam &param = checkpoint.getParams()[p];
     std::optional<PickleCursor> tensor = module.find(param.name);
     bool placed =
@@ -51,7 +52,7 @@ Error Retargeter::replaceModuleWeights(
           module.getPath() + "['" + param.name + "']: not where ZeRO-" +
           std::to_string(checkpoint.getZeroStage()) + " puts the weight");
     tensors.push_back(tensor->getRef());
-    offset += *getNumElements(param.tpShapes[getTemplateTp(t)]);
+    offset += *getNumElements(param.tpShapes[getTemplateRank(t)]);
   }
   // Placeholders, and clones at the same TP degree and stage form, stay as
   // they are.
@@ -88,7 +89,7 @@ Error Retargeter::replaceModuleWeights(
   std::string key = std::to_string(nextKey++);
   PickleRef storage = b.storage(key, type, layout.getPaddedLength());
   for (auto [i, tensor] : llvm::enumerate(tensors)) {
-    const Extents &shape = tpShapes[groups[g][i]][t];
+    const Extents &shape = tpShapes[params[i]][t];
     replaced[tensor] =
         b.tensor(storage, layout.offsets[i], shape, getRowMajorStrides(shape),
                  from.get(tensor).requiresGrad);
@@ -100,7 +101,7 @@ Error Retargeter::replaceModuleWeights(
 
 Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
                                                               int64_t t) const {
-  const TorchFile &source = *checkpoint.getModelFiles()[getTemplateTp(t)];
+  const TorchFile &source = *checkpoint.getModelFiles()[getTemplateRank(t)];
   const PickleDocument &from = source.getDocument();
   PickleCursor root(from);
   auto inSource = [&](Error error) {
@@ -114,7 +115,8 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
   llvm::DenseMap<PickleRef, PickleRef> replaced;
   TargetFile file;
   int64_t nextKey = getNextStorageKey(from);
-  for (size_t g = 0; g < groups.size(); ++g)
+  // A pipeline's module weights are in its layer files, its module None.
+  for (size_t g = 0; g < groups.size() && !module->is(PickleValue::None); ++g)
     if (!isExpertGroup(g)) // Experts are not in the module.
       if (Error error = replaceModuleWeights(*module, g, t, nextKey, b,
                                              replaced, file.storages))
@@ -122,8 +124,10 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
   replacePath(root, kStagePath, b.integer(stage), replaced);
   if (changesTpMaps())
     replaceTensorParallel(root, t, b, replaced);
+  if (changesStages())
+    replacePipeline(root, t, b, replaced);
   if (epSize)
-    replaceExpertParallel(root, d * tp + t, b, replaced);
+    replaceExpertParallel(root, d * getModelParallelDegree() + t, b, replaced);
   // The root's values the topology changes; the rest as they were.
   std::vector<std::pair<PickleRef, PickleRef>> items;
   Expected<std::vector<std::pair<std::string, PickleCursor>>> entries =
@@ -135,7 +139,7 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
     if (key == "dp_world_size")
       copy = b.integer(options.dp);
     if (key == "mp_world_size")
-      copy = b.integer(tp);
+      copy = b.integer(getModelParallelDegree());
     // ZeRO-1 records no frozen parameters as None, ZeRO-2 and 3 as empty
     // dicts.
     bool none = value.is(PickleValue::None) ||
@@ -154,7 +158,7 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
 }
 
 Error Retargeter::writeModelStates(int64_t t, llvm::StringRef folder) {
-  const TorchFile &source = *checkpoint.getModelFiles()[getTemplateTp(t)];
+  const TorchFile &source = *checkpoint.getModelFiles()[getTemplateRank(t)];
   std::string tpRank = llvm::formatv("{0:d2}", t).str();
   // ZeRO-3: one file per DP rank (the same but for AutoEP's records of the
   // rank).

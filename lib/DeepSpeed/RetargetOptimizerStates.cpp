@@ -122,7 +122,7 @@ Retargeter::buildOptimizerDictItems(
 Expected<Retargeter::TargetFile>
 Retargeter::buildTensorStates(int64_t d, int64_t t) const {
   // The source's file of DP rank 0 and this TP rank is the template.
-  const TorchFile &source = checkpoint.getOptimizerFile(getTemplateTp(t));
+  const TorchFile &source = checkpoint.getOptimizerFile(getTemplateRank(t));
   const PickleDocument &from = source.getDocument();
   auto inSource = [&](Error error) {
     return makeError(source.getPath() + ": " +
@@ -235,7 +235,7 @@ PickleRef Retargeter::buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,
                                          int64_t t) const {
   std::vector<std::pair<PickleRef, PickleRef>> slices;
   GroupRank rank = getGroupRank(g, d, t);
-  for (auto [i, p] : llvm::enumerate(groups[g])) {
+  for (auto [i, p] : llvm::enumerate(getGroupParams(g, rank.outer))) {
     FragmentSlice slice = layouts[g][rank.outer].getSlice(i, rank.inner);
     if (slice.count == 0)
       continue;
@@ -253,7 +253,7 @@ Error Retargeter::writeTensorStates(int64_t d, int64_t t,
   Expected<TargetFile> built = buildTensorStates(d, t);
   if (!built)
     return built.takeError();
-  const TorchFile &source = checkpoint.getOptimizerFile(getTemplateTp(t));
+  const TorchFile &source = checkpoint.getOptimizerFile(getTemplateRank(t));
   llvm::SmallString<256> file(folder);
   // The source's names: bf16 runs prefix their optimizer files.
   path::append(file, checkpoint.getOptimizerFilePrefix() + "zero_pp_rank_" +

@@ -232,17 +232,8 @@ static PickleRef buildShardWidths(PickleBuilder &b,
 void Retargeter::replaceTensorParallel(
     const PickleCursor &root, int64_t t, PickleBuilder &b,
     llvm::DenseMap<PickleRef, PickleRef> &replaced) const {
-  if (std::optional<PickleCursor> shapes = root.find("param_shapes")) {
-    std::vector<PickleRef> perGroup;
-    for (const std::vector<size_t> &group : groups) {
-      std::vector<std::pair<PickleRef, PickleRef>> items;
-      for (size_t p : group)
-        items.push_back(
-            {b.string(checkpoint.getParams()[p].name), b.size(tpShapes[p][t])});
-      perGroup.push_back(b.dict(items, /*ordered=*/true));
-    }
-    replaced[shapes->getRef()] = b.list(perGroup);
-  }
+  if (std::optional<PickleCursor> shapes = root.find("param_shapes"))
+    replaced[shapes->getRef()] = buildParamShapes(b, t);
   static const char *const kDimensions[] = {"checkpoint_parallel_dimensions",
                                             "tp_degree"};
   static const char *const kAutoTp[] = {"ds_config", "tensor_parallel",

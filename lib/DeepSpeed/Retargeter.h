@@ -54,6 +54,7 @@ public:
                                    ? checkpoint.getTpDegree()
                                    : options.targetMaps[0].worldSize)),
         sourceTp(checkpoint.getTpDegree()),
+        pp(options.pp.value_or(checkpoint.getPipelineDegree())),
         stage(options.zeroStage.value_or(checkpoint.getZeroStage())),
         epSize(options.autoEpSize.value_or(checkpoint.getAutoEpSize())) {}
 
@@ -94,20 +95,53 @@ private:
   /// Refuses a target that cannot be written, before any planning.
   llvm::Error checkTarget() const;
 
-  /// Where grid rank (d, t) sits in a group's partitioning: its
-  /// model-parallel rank (TP, or EP for experts), its rank among the DP
-  /// (or EDP) ranks of that, and its grid rank.
+  /// The target's model-parallel ranks: stages x TP ranks.
+  int64_t getModelParallelDegree() const { return pp * tp; }
+  /// Where grid rank (d, m) sits in a group's partitioning: its
+  /// model-parallel rank (stage and TP rank, or EP rank for experts), its
+  /// rank among the DP (or EDP) ranks of that, and its grid rank.
   struct GroupRank {
     int64_t outer, inner, world;
   };
-  GroupRank getGroupRank(size_t g, int64_t d, int64_t t) const {
-    int64_t world = d * tp + t;
+  GroupRank getGroupRank(size_t g, int64_t d, int64_t m) const {
+    int64_t world = d * getModelParallelDegree() + m;
     return {world % outerDegrees[g], world / outerDegrees[g], world};
   }
   /// The DP ranks each of group `g`'s model-parallel ranks is cut by.
   int64_t getGroupDpDegree(size_t g) const {
-    return options.dp * tp / outerDegrees[g];
+    return options.dp * getModelParallelDegree() / outerDegrees[g];
   }
+  /// The parameters of group `g` on model-parallel rank `o` (its stage's),
+  /// in the order ZeRO flattens them.
+  llvm::ArrayRef<size_t> getGroupParams(size_t g, int64_t o) const {
+    return stageGroups[isExpertGroup(g) ? 0 : o / tp][g];
+  }
+
+  // Pipeline stages (RetargetPipeline.cpp).
+  /// Refuses a pipeline target that cannot be written.
+  llvm::Error checkPipeline() const;
+  /// Whether the target's stages run other layers than the source's.
+  bool changesStages() const {
+    return pp != checkpoint.getPipelineDegree() || !options.ppPartition.empty();
+  }
+  /// Each parameter's target stages and each stage's groups; for a
+  /// pipeline, each parameter's TP map placed on its target stages.
+  llvm::Error planStages();
+  /// The target stages holding parameter `p`, at a new stage count.
+  llvm::Expected<std::vector<int64_t>> getTargetStages(size_t p) const;
+  /// Orders the parameters of target stage `stage` as its PipelineModule
+  /// lists them: tied modules first, by the layer first using them, then
+  /// each layer's, by layer.
+  void sortStageParams(int64_t stage, std::vector<size_t> &params) const;
+  /// param_shapes of model-parallel rank `m`: per group, each parameter's
+  /// shard shape there.
+  PickleRef buildParamShapes(PickleBuilder &b, int64_t m) const;
+  /// Maps what new stages change in rank `m`'s model states under `root`:
+  /// param_shapes and the pipeline degree.
+  void replacePipeline(const PickleCursor &root, int64_t m, PickleBuilder &b,
+                       llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
+  /// Copies the source's layer files into `folder`.
+  llvm::Error writeLayerFiles(llvm::StringRef folder);
 
   // Expert parallelism (RetargetExpertParallel.cpp).
   /// Refuses an AutoEP target that cannot be written.
@@ -162,9 +196,11 @@ private:
   bool changesTpMaps() const {
     return changesTp() || !options.targetMaps.empty();
   }
-  /// The source TP rank whose files are the templates of target TP rank
-  /// `t`'s: its own, or rank 0's at a new degree.
-  int64_t getTemplateTp(int64_t t) const { return changesTp() ? 0 : t; }
+  /// The source model-parallel rank whose files are the templates of
+  /// target rank `m`'s: its own, or rank 0's at a new TP degree or stages.
+  int64_t getTemplateRank(int64_t m) const {
+    return changesTp() || changesStages() ? 0 : m;
+  }
   /// Maps what new TP maps change in TP rank `t`'s model states under
   /// `root`: param_shapes, the TP degree, sub_param_shard_widths, the
   /// affine_map of universal_checkpoint_info.
@@ -205,6 +241,8 @@ private:
   llvm::Error writeTargetFile(llvm::StringRef path, const TargetFile &file,
                               const TorchFile &source, int64_t d, int64_t t,
                               bool releaseSource);
+  /// Copies source file `file` into `folder` under its name.
+  llvm::Error copySourceFile(llvm::StringRef file, llvm::StringRef folder);
   /// Writes `storages` into `writer` (the rest are the source's).
   llvm::Error writeStorages(TorchFileWriter &writer, const TorchFile &source,
                             int64_t d, int64_t t,
@@ -247,8 +285,8 @@ private:
 
   const DeepSpeedCheckpoint &checkpoint;
   const RetargetOptions &options;
-  /// The target's TP degree, and the source's.
-  int64_t tp, sourceTp;
+  /// The target's TP degree, and the source's; the target's stages.
+  int64_t tp, sourceTp, pp;
   /// The target's ZeRO stage.
   int stage;
   /// The target's AutoEP size, 0 without expert parallelism.
@@ -265,6 +303,11 @@ private:
   std::optional<LegacyCategories> targetCategories;
   /// Parameter indices of each group, in the group's order.
   std::vector<std::vector<size_t>> groups;
+  /// Per target stage and group: its parameters, in its order (the groups
+  /// themselves without a pipeline); and each parameter's position there
+  /// (-1 where the stage does not hold it).
+  std::vector<std::vector<std::vector<size_t>>> stageGroups;
+  std::vector<std::vector<int64_t>> stagePositions;
   /// Per group and model-parallel rank: the target's partitioning.
   std::vector<std::vector<ZeroGroupLayout>> layouts;
   /// Each parameter from the source grid to the target grid, for every

@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedCommands.h"
+#include "ucp/DeepSpeed/PipelineLayout.h"
 #include "ucp/DeepSpeed/Retarget.h"
 #include "ucp/DeepSpeed/UniversalConversion.h"
 #include "ucp/Formats/Json/MapDocument.h"
@@ -188,6 +189,28 @@ static cl::opt<int64_t> targetTp(
     cl::value_desc("N"), cl::sub(retargetCommand),
     cl::sub(fromUniversalCommand), cl::sub(convertCommand),
     cl::cat(getDeepSpeedCategory()));
+static cl::opt<int64_t> targetPp(
+    "pp",
+    cl::desc("a pipeline (PipelineModule) checkpoint's target stage count "
+             "(default: the source's); above 1, another count needs "
+             "--pp-partition"),
+    cl::value_desc("P"), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::opt<std::string> ppPartition(
+    "pp-partition",
+    cl::desc("the layers each target stage runs: DeepSpeed's "
+             "PipelineModule.parts as B0,B1,...,BP (stage s runs layers "
+             "[Bs, Bs+1)), or uniform:L for partition_method 'uniform' over "
+             "L layers"),
+    cl::value_desc("PARTS"), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
+static cl::list<std::string> ppTied(
+    "pp-tied",
+    cl::desc("the layers using tied module KEY (TiedLayerSpec), whose stages "
+             "all hold its parameters; needed at another stage count above 1 "
+             "(repeat for each key)"),
+    cl::value_desc("KEY=L1,L2"), cl::sub(retargetCommand),
+    cl::cat(getDeepSpeedCategory()));
 static cl::opt<int64_t> numKvHeads(
     "num-kv-heads",
     cl::desc("the model's num_kv_heads, which DeepSpeed's split of attention "
@@ -296,6 +319,39 @@ static bool printProgress(size_t done, size_t total, int64_t bytes) {
   return true;
 }
 
+/// Reads --pp, --pp-partition and --pp-tied into `options`; nonzero, with
+/// the message printed, when one is malformed.
+static int readPipelineOptions(RetargetOptions &options) {
+  if (targetPp.getNumOccurrences())
+    options.pp = targetPp;
+  if (ppPartition.getNumOccurrences()) {
+    if (!options.pp)
+      return fail("--pp-partition: give the target's stage count, --pp");
+    llvm::Expected<std::vector<int64_t>> parts =
+        parsePipelinePartition(ppPartition, *options.pp);
+    if (!parts)
+      return fail(llvm::toString(parts.takeError()));
+    options.ppPartition = std::move(*parts);
+  }
+  for (llvm::StringRef entry : ppTied) {
+    auto [key, list] = entry.split('=');
+    llvm::SmallVector<llvm::StringRef> fields;
+    list.split(fields, ',');
+    std::vector<int64_t> &layers = options.ppTiedLayers[key.str()];
+    bool wellFormed = !key.empty();
+    for (llvm::StringRef field : fields) {
+      int64_t layer = 0;
+      wellFormed &= !field.trim().getAsInteger(10, layer) && layer >= 0;
+      layers.push_back(layer);
+    }
+    if (!wellFormed)
+      return fail("--pp-tied " + entry +
+                  ": expected KEY=L1,L2,... (a tied module's key and the "
+                  "layers using it)");
+  }
+  return 0;
+}
+
 /// Writes `checkpoint` at the target the command line gives; at `stage`
 /// where it gives none.
 static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
@@ -326,6 +382,8 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
       return fail(targetMapFile + ": no parameter is mapped");
     options.targetMaps = std::move(*maps);
   }
+  if (int error = readPipelineOptions(options))
+    return error;
   if (numKvHeads.getNumOccurrences()) {
     if (numKvHeads < 1)
       return fail("--num-kv-heads " + std::to_string(numKvHeads) +
@@ -348,13 +406,22 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
                 ? std::string("convert: weights")
                 : (checkpoint.isUniversal() ? "universal-to-ds: Universal, TP "
                                             : "ds-retarget: TP ") +
-                      std::to_string(checkpoint.getTpDegree()) + " x DP " +
+                      std::to_string(checkpoint.getTpDegree()) +
+                      (checkpoint.isPipeline()
+                           ? " x PP " +
+                                 std::to_string(checkpoint.getPipelineDegree())
+                           : "") +
+                      " x DP " +
                       std::to_string(checkpoint.getDpDegree()) + " ZeRO-" +
                       std::to_string(checkpoint.getZeroStage()))
         << " -> TP "
         << options.tp.value_or(options.targetMaps.empty()
                                    ? checkpoint.getTpDegree()
                                    : options.targetMaps[0].worldSize)
+        << (checkpoint.isPipeline()
+                ? " x PP " + std::to_string(options.pp.value_or(
+                                 checkpoint.getPipelineDegree()))
+                : "")
         << " x DP " << options.dp << " ZeRO-"
         << options.zeroStage.value_or(checkpoint.getZeroStage())
         << (checkpoint.getAutoEpSize()

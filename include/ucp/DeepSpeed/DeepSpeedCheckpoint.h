@@ -254,6 +254,12 @@ public:
   llvm::ArrayRef<LayerWeight> getLayerWeights(const DeepSpeedParam &param) const {
     return layerWeights[getIndex(param)];
   }
+  /// A pipeline run's parameter group `group` on stage `stage`: its
+  /// parameters (indices into getParams()) in the stage's order, the order
+  /// ZeRO flattened them in.
+  llvm::ArrayRef<size_t> getStageGroup(int64_t stage, size_t group) const {
+    return stageGroups[stage][group];
+  }
   /// The flat partition of `state` of parameter group `group` in grid rank
   /// `rank`'s optimizer file (a tensor of that file's document).
   PickleRef getPartition(int64_t rank, size_t group, TensorState state) const {
@@ -298,6 +304,8 @@ private:
   std::vector<std::unique_ptr<TorchFile>> layerFiles;
   /// Per parameter (a pipeline run's).
   std::vector<std::vector<LayerWeight>> layerWeights;
+  /// A pipeline run's: per stage and group, its parameters in order.
+  std::vector<std::vector<std::vector<size_t>>> stageGroups;
   /// Per grid rank.
   std::vector<RankFile> ranks;
   /// A Universal checkpoint's: per parameter (in getParams() order) and

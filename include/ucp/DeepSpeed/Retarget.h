@@ -31,6 +31,7 @@
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 
 #include <functional>
+#include <map>
 
 namespace ucp {
 
@@ -51,6 +52,15 @@ struct RetargetOptions {
   /// An AutoEP checkpoint's target autoep_size (the EP degree of every
   /// AutoEP layer); the source's if unset.
   std::optional<int64_t> autoEpSize;
+  /// A pipeline run's target stage count; the source's if unset.
+  std::optional<int64_t> pp;
+  /// The layers each target stage runs, as DeepSpeed's PipelineModule.parts
+  /// (stage s runs layers [ppPartition[s], ppPartition[s + 1])): needed
+  /// at another stage count above 1, which the source cannot tell.
+  std::vector<int64_t> ppPartition;
+  /// Per tied module key: the layers using it (TiedLayerSpec), which decide
+  /// the stages holding its parameters at another stage count above 1.
+  std::map<std::string, std::vector<int64_t>> ppTiedLayers;
   /// Worker threads (0: every core this process may run on).
   unsigned threads = 0;
   /// Return only once the outputs are on disk.

@@ -1,12 +1,15 @@
 """Retargets real checkpoints A -> B -> A and checks that A comes back.
 
-    roundtrip_retarget.py AFFINE_RUN FIXTURES OUT RUN:DP:STAGE[:TP[:KV[:EP]]]...
+    roundtrip_retarget.py AFFINE_RUN FIXTURES OUT \
+        RUN:DP:STAGE[:TP[:KV[:EP[:PP:PARTS[:TIED]]]]]...
 
-For each RUN of FIXTURES/deepspeed or FIXTURES/deepspeed-autoep (a ZeRO
-checkpoint), retargets it to DP degree DP, ZeRO stage STAGE, TP degree TP
-(the model's kv-head count KV given where the split rules need it) and
-AutoEP size EP (empty fields: the source's), then back to its own
-degrees, stage and AutoEP size, and compares every file of the result with the original once
+For each RUN of FIXTURES/deepspeed, FIXTURES/deepspeed-autoep or
+FIXTURES/deepspeed-pp (a ZeRO checkpoint), retargets it to DP degree DP,
+ZeRO stage STAGE, TP degree TP (the model's kv-head count KV given where the
+split rules need it), AutoEP size EP and pipeline stages PP (as N or
+N@B0,...,BN with the stages' boundaries; empty fields: the source's), then back to its own degrees, stage, AutoEP size and stages
+(PARTS its stage boundaries, TIED a tied module's layers as KEY=L1,L2, for
+--pp-partition and --pp-tied), and compares every file of the result with the original once
 torch.load has read it: the same content, tensors bit for bit, but for
 the padding of ZeRO-3 partitions, which DeepSpeed leaves uninitialised and
 a retarget writes as zeros (the original's is zeroed first). B is also
@@ -25,13 +28,14 @@ from compare_with_torch import load  # noqa: E402
 
 
 def retarget(affine_run, source, target, dp, stage, tp=None, kv=None,
-             ep=None):
+             ep=None, pipeline=()):
     subprocess.run([affine_run, "ds-retarget", "--quiet", "--input_folder",
                     source, "--output_folder", target, "--dp", str(dp),
                     "--zero-stage", str(stage)] +
                    (["--tp", str(tp)] if tp else []) +
                    (["--num-kv-heads", str(kv)] if kv else []) +
-                   (["--autoep-size", str(ep)] if ep else []), check=True)
+                   (["--autoep-size", str(ep)] if ep else []) +
+                   list(pipeline), check=True)
 
 
 def flat(value):
@@ -94,11 +98,12 @@ def zero_padding(states, model, rank):
 
 def main(affine_run, fixtures, out, *cases):
     for case in cases:
-        run, dp, stage, tp, kv, ep = (case.split(":") + [None] * 3)[:6]
-        folder = os.path.join(fixtures, "deepspeed", run, "checkpoint")
-        if not os.path.isdir(folder):
-            folder = os.path.join(fixtures, "deepspeed-autoep", run,
-                                  "checkpoint")
+        run, dp, stage, tp, kv, ep, pp, parts, tied = (
+            case.split(":") + [None] * 6)[:9]
+        for collection in ("deepspeed", "deepspeed-autoep", "deepspeed-pp"):
+            folder = os.path.join(fixtures, collection, run, "checkpoint")
+            if os.path.isdir(folder):
+                break
         with open(os.path.join(folder, "latest")) as f:
             tag = f.read()
         original = os.path.join(folder, tag)
@@ -108,35 +113,54 @@ def main(affine_run, fixtures, out, *cases):
                     "layer_"))[0]))
         there = os.path.join(out, case.replace(":", "_"), "there", tag)
         back = os.path.join(out, case.replace(":", "_"), "back", tag)
-        retarget(affine_run, original, there, dp, stage, tp, kv, ep)
+        stages_there, _, parts_there = (pp or "").partition("@")
+        retarget(affine_run, original, there, dp, stage, tp, kv, ep,
+                 (["--pp", stages_there] if pp else []) +
+                 (["--pp-partition", parts_there] if parts_there else []) +
+                 (["--pp-tied", tied] if parts_there and tied else []))
         difference = same_universal(affine_run, original, there,
                                     os.path.dirname(os.path.dirname(there)))
         if difference:
             print(f"{case}: the Universal forms differ: {difference}")
             return 1
         layers = model.get("ds_autoep_layers")
+        dimensions = model.get("checkpoint_parallel_dimensions") or {}
+        stages = dimensions.get("pp_degree", 1)
+        pipeline = (["--pp", str(stages)] +
+                    (["--pp-partition", parts] if parts else []) +
+                    (["--pp-tied", tied] if tied else [])) if pp else []
         retarget(affine_run, there, back, model["dp_world_size"],
                  model["ds_config"]["zero_optimization"]["stage"],
-                 model["mp_world_size"], kv,
-                 layers[0]["ep_size"] if layers else None)
-        names = sorted(os.listdir(original))
-        if sorted(os.listdir(back)) != names:
-            print(f"{case}: files {sorted(os.listdir(back))} vs {names}")
-            return 1
-        for name in names:
-            expected = load(os.path.join(original, name))
+                 model["mp_world_size"] // stages, kv,
+                 layers[0]["ep_size"] if layers else None, pipeline)
+        def unpad(name, expected):
             if model["ds_config"]["zero_optimization"]["stage"] == 3 and \
                     "optim_states" in name:
                 zero_padding(expected, model, int(
                     name.split("zero_pp_rank_")[1].split("_")[0]))
-            difference = compare(load(os.path.join(back, name)), expected,
-                                 "$")
-            if difference:
-                print(f"{case}/{name}: {difference}")
-                return 1
-        print(f"{case}: the same full tensors there, {len(names)} files "
-              "back as they were")
+        difference = same_files(back, original, unpad)
+        if difference:
+            print(f"{case}/{difference}")
+            return 1
+        print(f"{case}: the same full tensors there, "
+              f"{len(os.listdir(original))} files back as they were")
     return 0
+
+
+def same_files(folder, expected, prepare=lambda name, value: None):
+    """Why `folder` does not hold the files of folder `expected`, each the
+    same once torch.load has read it (`prepare(name, value)` first edits
+    each expected one), or None."""
+    names = sorted(os.listdir(expected))
+    if sorted(os.listdir(folder)) != names:
+        return f"files {sorted(os.listdir(folder))} vs {names}"
+    for name in names:
+        value = load(os.path.join(expected, name))
+        prepare(name, value)
+        difference = compare(load(os.path.join(folder, name)), value, "$")
+        if difference:
+            return f"{name}: {difference}"
+    return None
 
 
 if __name__ == "__main__":
