@@ -32,8 +32,9 @@ of each round to that round's floor, which the disk's drift from round to
 round disturbs less), the peak resident memory of the process and its children,
 With --pp N, only a pipeline-parallel checkpoint instead (DeepSpeed's
 PipelineModule, N stages x DP dp, ZeRO-1, bf16, --layers blocks of
---hidden and --ffn with a head of its own): the copy floor, ds-to-universal
-and export.
+--hidden and --ffn with a head of its own): the copy floor, ds-to-universal,
+ds-retarget to one stage and to N + 1 stages (DeepSpeed's uniform
+partition of the --layers + 3 layers), and export.
 
 Each table gives the peak extra disk: the most the free space fell below what it was at
 the start, less the size of the final output (so, the temporary files),
@@ -186,6 +187,13 @@ def pipeline_main():
         "affine-run": lambda o: affine_run(
             "ds-to-universal", "--inject_missing_state", "--input_folder",
             source, "--output_folder", o),
+        "to PP 1": lambda o: affine_run(
+            "ds-retarget", "--input_folder", source, "--output_folder", o,
+            "--pp", "1", "--dp", str(args.dp)),
+        f"to PP {args.pp + 1}": lambda o: affine_run(
+            "ds-retarget", "--input_folder", source, "--output_folder", o,
+            "--pp", str(args.pp + 1), "--pp-partition",
+            f"uniform:{args.layers + 3}", "--dp", str(args.dp)),
         "export": lambda o: affine_run(
             "export", "--input_folder", source, "--out", o),
     }, [source], None))

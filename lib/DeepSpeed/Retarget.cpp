@@ -92,18 +92,7 @@ Error Retargeter::checkTarget() const {
     return makeError(checkpoint.getFolder() +
                      ": frozen parameters (frozen_param_fragments) at a "
                      "new TP degree are not supported");
-  const TorchFile &model = *checkpoint.getModelFiles().front();
-  PickleCursor root(model.getDocument());
-  // At ZeRO stage 0 (BF16_Optimizer) DeepSpeed restores the optimizer from
-  // the model states' own copy rather than the optimizer files.
-  std::optional<PickleCursor> optimizer = root.find("optimizer");
-  if (optimizer && !optimizer->is(PickleValue::None))
-    return makeError(
-        model.getPath() +
-        ": holds the optimizer's state ('optimizer'), which DeepSpeed "
-        "restores from the model states at ZeRO stage 0 (BF16_Optimizer) "
-        "instead of the optimizer files; writing that copy at another "
-        "topology is not built (ds-to-universal and export read it)");
+  PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
   std::optional<PickleCursor> buffers = root.find("buffer_names");
   if (changesTpMaps() && buffers && buffers->is(PickleValue::List) &&
       !buffers->get().items.empty())

@@ -121,7 +121,15 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
       if (Error error = replaceModuleWeights(*module, g, t, nextKey, b,
                                              replaced, file.storages))
         return inSource(std::move(error));
-  replacePath(root, kStagePath, b.integer(stage), replaced);
+  // At ZeRO stage 0 (BF16_Optimizer) the model states hold the optimizer
+  // too, as DP rank 0's optimizer file does: DeepSpeed restores it from
+  // here.
+  if (std::optional<PickleCursor> optimizer = root.find("optimizer");
+      optimizer && !optimizer->is(PickleValue::None))
+    if (Error error = replaceOptimizerStates(source, *optimizer, 0, t, nextKey,
+                                             b, replaced, file.storages))
+      return std::move(error);
+  replaceZeroStage(root, b, replaced);
   if (changesTpMaps())
     replaceTensorParallel(root, t, b, replaced);
   if (changesStages())

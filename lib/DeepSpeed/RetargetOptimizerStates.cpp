@@ -121,24 +121,47 @@ Retargeter::buildOptimizerDictItems(
 
 Expected<Retargeter::TargetFile>
 Retargeter::buildTensorStates(int64_t d, int64_t t) const {
-  // The source's file of DP rank 0 and this TP rank is the template.
+  // The source's file of DP rank 0 and this model-parallel rank is the
+  // template.
   const TorchFile &source = checkpoint.getOptimizerFile(getTemplateRank(t));
   const PickleDocument &from = source.getDocument();
+  PickleCursor root(from);
+  Expected<PickleCursor> states = root.at("optimizer_state_dict");
+  if (!states)
+    return makeError(source.getPath() + ": " +
+                     llvm::toString(states.takeError()));
+  PickleBuilder b;
+  llvm::DenseMap<PickleRef, PickleRef> replaced;
+  TargetFile file;
+  int64_t nextKey = getNextStorageKey(from);
+  if (Error error = replaceOptimizerStates(source, *states, d, t, nextKey, b,
+                                           replaced, file.storages))
+    return std::move(error);
+  replaceZeroStage(root, b, replaced);
+  if (epSize)
+    replacePath(root, kAutoEpSizePath, b.integer(epSize), replaced);
+  file.document = b.finish(b.copy(from, from.getRoot(), replaced));
+  return file;
+}
+
+Error Retargeter::replaceOptimizerStates(
+    const TorchFile &source, const PickleCursor &states, int64_t d, int64_t t,
+    int64_t &nextKey, PickleBuilder &b,
+    llvm::DenseMap<PickleRef, PickleRef> &replaced,
+    std::vector<NewStorage> &storages) const {
+  const PickleDocument &from = source.getDocument();
+  PickleCursor root(from);
   auto inSource = [&](Error error) {
     return makeError(source.getPath() + ": " +
                      llvm::toString(std::move(error)));
   };
-  PickleCursor root(from);
-  Expected<PickleCursor> states = root.at("optimizer_state_dict");
-  if (!states)
-    return inSource(states.takeError());
-  bool bf16Optimizer = !states->find("zero_stage");
+  bool bf16Optimizer = !states.find("zero_stage");
   if (bf16Optimizer && stage != 1)
     return makeError(source.getPath() +
                      ": a BF16_Optimizer checkpoint, which is ZeRO-1 "
                      "only, cannot become ZeRO-" +
                      std::to_string(stage));
-  Expected<PickleCursor> base = states->at(getBaseKey(isZero3Source()));
+  Expected<PickleCursor> base = states.at(getBaseKey(isZero3Source()));
   if (!base)
     return inSource(base.takeError());
   Expected<PickleCursor> moments = base->at("state");
@@ -148,17 +171,13 @@ Retargeter::buildTensorStates(int64_t d, int64_t t) const {
       moments->getIntItems();
   if (!adam)
     return inSource(adam.takeError());
-  Expected<PickleCursor> fp32 = states->at(getFp32Key(isZero3Source()));
+  Expected<PickleCursor> fp32 = states.at(getFp32Key(isZero3Source()));
   if (!fp32)
     return inSource(fp32.takeError());
-  PickleBuilder b;
-  llvm::DenseMap<PickleRef, PickleRef> replaced;
-  TargetFile file;
-  int64_t nextKey = getNextStorageKey(from);
   auto newTensor = [&](const PickleCursor &old, size_t g, size_t state,
                        int64_t elements) {
     std::string key = std::to_string(nextKey++);
-    file.storages.push_back(
+    storages.push_back(
         {NewStorage::Partition, key, DType::F32, g, state, elements, 0});
     return replaced[old.getRef()] =
                b.tensor(b.storage(key, DType::F32, elements), 0, {elements},
@@ -201,13 +220,13 @@ Retargeter::buildTensorStates(int64_t d, int64_t t) const {
     Expected<PickleCursor> paramGroups = base->at("param_groups");
     if (!paramGroups)
       return inSource(paramGroups.takeError());
-    replaceExpertGroups(*states, *paramGroups, d, t, b, replaced);
+    replaceExpertGroups(states, *paramGroups, d, t, b, replaced);
   }
   // What the topology decides in the target's form of the optimizer dict.
   llvm::StringMap<PickleRef> values;
   values[getBaseKey(isZero3Target())] = b.copy(from, base->getRef(), replaced);
   values[getFp32Key(isZero3Target())] = b.list(partitions);
-  if (std::optional<PickleCursor> old = states->find("zero_stage"))
+  if (std::optional<PickleCursor> old = states.find("zero_stage"))
     values["zero_stage"] =
         b.enumMember(old->get().module, old->get().name, getStageMember(stage));
   if (isZero3Target()) {
@@ -218,17 +237,26 @@ Retargeter::buildTensorStates(int64_t d, int64_t t) const {
     values["param_slice_mappings"] = b.list(mappings);
   }
   Expected<std::vector<std::pair<PickleRef, PickleRef>>> items =
-      buildOptimizerDictItems(source.getPath(), root, *states, values, b,
+      buildOptimizerDictItems(source.getPath(), root, states, values, b,
                               replaced);
   if (!items)
     return items.takeError();
-  replaced[states->getRef()] =
-      b.dict(*items, states->get().module == "collections");
+  replaced[states.getRef()] =
+      b.dict(*items, states.get().module == "collections");
+  return Error::success();
+}
+
+void Retargeter::replaceZeroStage(
+    const PickleCursor &root, PickleBuilder &b,
+    llvm::DenseMap<PickleRef, PickleRef> &replaced) const {
+  std::optional<PickleCursor> recorded = findPath(root, kStagePath);
+  Expected<int64_t> value =
+      recorded ? recorded->getInt() : Expected<int64_t>(-1);
+  if (!value)
+    llvm::consumeError(value.takeError());
+  else if (*value == 0 && stage == 1)
+    return;
   replacePath(root, kStagePath, b.integer(stage), replaced);
-  if (epSize)
-    replacePath(root, kAutoEpSizePath, b.integer(epSize), replaced);
-  file.document = b.finish(b.copy(from, from.getRoot(), replaced));
-  return file;
 }
 
 PickleRef Retargeter::buildSliceMappings(PickleBuilder &b, size_t g, int64_t d,

@@ -225,7 +225,9 @@ void Retargeter::replacePipeline(
     llvm::DenseMap<PickleRef, PickleRef> &replaced) const {
   static const char *const kPpDegree[] = {"checkpoint_parallel_dimensions",
                                           "pp_degree"};
-  if (std::optional<PickleCursor> shapes = root.find("param_shapes"))
+  // BF16_Optimizer's pipeline records none.
+  std::optional<PickleCursor> shapes = root.find("param_shapes");
+  if (shapes && !shapes->is(PickleValue::None))
     replaced[shapes->getRef()] = buildParamShapes(b, m);
   replacePath(root, kPpDegree, b.integer(pp), replaced);
 }

@@ -218,6 +218,19 @@ private:
 
   // Optimizer states (RetargetTensorStates.cpp).
   llvm::Expected<TargetFile> buildTensorStates(int64_t d, int64_t t) const;
+  /// Maps the optimizer's dict `states` of `source` (an optimizer file's
+  /// optimizer_state_dict, or the model states' optimizer at ZeRO stage 0)
+  /// to grid rank (d, t)'s, its partitions new storages from `nextKey` on.
+  llvm::Error
+  replaceOptimizerStates(const TorchFile &source, const PickleCursor &states,
+                         int64_t d, int64_t t, int64_t &nextKey,
+                         PickleBuilder &b,
+                         llvm::DenseMap<PickleRef, PickleRef> &replaced,
+                         std::vector<NewStorage> &storages) const;
+  /// Maps ds_config's ZeRO stage under `root` to the target's; a
+  /// BF16_Optimizer run's 0 stays, its form being the same.
+  void replaceZeroStage(const PickleCursor &root, PickleBuilder &b,
+                        llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
   llvm::Expected<std::vector<std::pair<PickleRef, PickleRef>>>
   buildOptimizerDictItems(llvm::StringRef sourcePath, const PickleCursor &root,
                           const PickleCursor &states,
