@@ -371,6 +371,8 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
     return error;
   if (Error error = checkOneRun())
     return error;
+  if (Error error = checkOptimizerCopies())
+    return error;
   if (Error error = checkParamShapes())
     return error;
   checkpoint.stage = optimizers[0].stage;

@@ -160,9 +160,11 @@ struct TensorStates {
 };
 
 /// Reads the optimizer-state file `file` of a ZeRO-1/2 (`zero3` false) or
-/// ZeRO-3 checkpoint.
-llvm::Expected<TensorStates> readTensorStates(const TorchFile &file,
-                                              bool zero3);
+/// ZeRO-3 checkpoint: the optimizer's dict under `key` (the model states
+/// of ZeRO stage 0 keep one under "optimizer").
+llvm::Expected<TensorStates>
+readTensorStates(const TorchFile &file, bool zero3,
+                 llvm::StringRef key = "optimizer_state_dict");
 
 /// `tensor` if its view is row-major; else its elements copied in
 /// row-major order into a new string of `copies`, which holds them for as
@@ -286,6 +288,9 @@ private:
   /// The copies of a parameter several stages hold (a tied embedding) are
   /// equal in every state: P2 (PipelineLayers.cpp).
   llvm::Error checkTiedCopies() const;
+  /// ZeRO stage 0's optimizer in the model states against DP rank 0's
+  /// optimizer file (OptimizerCopyCheck.cpp).
+  llvm::Error checkOptimizerCopies() const;
   llvm::Expected<ParamMap> buildTpMap(llvm::StringRef name,
                                       llvm::ArrayRef<Extents> shapes) const;
   /// An expert's map over the EP ranks, from its EP-local shape.

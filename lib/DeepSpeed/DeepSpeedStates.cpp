@@ -291,11 +291,11 @@ static Error readPartitionGroups(const PickleCursor &value,
 }
 
 Expected<TensorStates> ucp::readTensorStates(const TorchFile &file,
-                                             bool zero3) {
+                                             bool zero3, llvm::StringRef key) {
   PickleCursor root(file.getDocument());
   TensorStates states;
   auto run = [&]() -> Error {
-    Expected<PickleCursor> dict = root.at("optimizer_state_dict");
+    Expected<PickleCursor> dict = root.at(key);
     if (!dict)
       return dict.takeError();
     if (std::optional<PickleCursor> stage = dict->find("zero_stage")) {
