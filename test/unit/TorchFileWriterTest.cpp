@@ -12,11 +12,15 @@
 #include "ScratchFolder.h"
 #include "ucp/Formats/Torch/TorchFile.h"
 
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
+
+#include <zlib.h>
 
 using namespace ucp;
 using namespace ucp::testing;
@@ -156,6 +160,56 @@ TEST(TorchFileWriter, ManyRecordsTakeTheZip64Path) {
   int32_t last;
   std::memcpy(&last, (*file)->getTensor(list.items.back()).data, 4);
   EXPECT_EQ(last, 69999 * 3);
+}
+
+/// The CRC-32 the zip central directory of `bytes` records for the record
+/// whose name ends with `suffix`, if one does.
+std::optional<uint32_t> findRecordedCrc(llvm::StringRef bytes,
+                                        llvm::StringRef suffix) {
+  auto read = [&](size_t at, size_t size) {
+    uint32_t value = 0;
+    std::memcpy(&value, bytes.data() + at, size); // Little-endian hosts.
+    return value;
+  };
+  for (size_t at = 0; at + 46 <= bytes.size(); ++at) {
+    if (read(at, 4) != 0x02014b50)
+      continue;
+    size_t nameLength = read(at + 28, 2);
+    if (bytes.substr(at + 46, nameLength).ends_with(suffix))
+      return read(at + 16, 4);
+  }
+  return std::nullopt;
+}
+
+TEST(TorchFileWriter, RecordsTheCrcOfEveryByte) {
+  // Several megabytes in pieces of uneven sizes, across the batches of
+  // chunks whose CRCs are computed apart and combined.
+  std::mt19937_64 rng(7);
+  std::vector<char> bytes((size_t(11) << 20) + 12345);
+  for (char &byte : bytes)
+    byte = static_cast<char>(rng());
+  PickleBuilder b;
+  int64_t elements = bytes.size();
+  PickleDocument document = b.finish(
+      b.tensor(b.storage("0", DType::U8, elements), 0, {elements}, {1}, false));
+  ScratchFolder folder;
+  std::string path = folder.file("crc.pt");
+  llvm::Expected<std::unique_ptr<TorchFileWriter>> writer =
+      TorchFileWriter::create(path, document);
+  ASSERT_TRUE(static_cast<bool>(writer)) << llvm::toString(writer.takeError());
+  llvm::StringRef all(bytes.data(), bytes.size());
+  ASSERT_FALSE(static_cast<bool>((*writer)->writeStorage(
+      "0", {all.take_front(3), all.substr(3, (size_t(5) << 20) + 1),
+            all.drop_front((size_t(5) << 20) + 4)})));
+  ASSERT_FALSE(static_cast<bool>((*writer)->commit(false)));
+  llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> file =
+      llvm::MemoryBuffer::getFile(path);
+  ASSERT_TRUE(static_cast<bool>(file));
+  std::optional<uint32_t> crc =
+      findRecordedCrc((*file)->getBuffer(), "/data/0");
+  ASSERT_TRUE(crc.has_value());
+  EXPECT_EQ(*crc, crc32_z(0, reinterpret_cast<const Bytef *>(bytes.data()),
+                          bytes.size()));
 }
 
 TEST(TorchFileWriter, RefusesWhatItCannotWrite) {

@@ -12,6 +12,7 @@
 
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MathExtras.h"
+#include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 
 #include <zlib.h>
@@ -149,26 +150,49 @@ TorchFileWriter::writeRecord(Record &record, size_t count,
     return refuse(0);
   uint32_t crc = 0;
   uint64_t offset = record.dataOffset;
-  // A chunk at a time, so that the write reads what the CRC just read
-  // from the cache rather than from memory again.
-  constexpr size_t kChunk = size_t(1) << 20;
-  for (size_t i = 0; i < count; ++i) {
-    StringRef bytes = piece(i);
-    if (offset - record.dataOffset + bytes.size() > record.size)
-      return refuse(offset - record.dataOffset + bytes.size());
-    for (size_t at = 0; at < bytes.size(); at += kChunk) {
-      StringRef chunk = bytes.substr(at, kChunk);
-      crc = crc32_z(crc, reinterpret_cast<const Bytef *>(chunk.data()),
-                    chunk.size());
+  // A batch of chunks at a time: their CRCs computed in parallel (the
+  // CRC is as costly as the write) and combined, then each written, the
+  // batch small enough that the write reads what the CRC just read from
+  // the cache rather than from memory again.
+  constexpr size_t kChunk = size_t(1) << 20, kBatch = 4;
+  std::vector<StringRef> batch;
+  std::vector<uLong> crcs;
+  auto flush = [&]() -> llvm::Error {
+    crcs.assign(batch.size(), 0);
+    llvm::parallelFor(0, batch.size(), [&](size_t c) {
+      crcs[c] = crc32_z(0, reinterpret_cast<const Bytef *>(batch[c].data()),
+                        batch[c].size());
+    });
+    for (auto [chunk, chunkCrc] : llvm::zip(batch, crcs)) {
+      crc = crc32_combine(crc, chunkCrc, chunk.size());
       if (llvm::Error error = output->writeAt(offset, chunk))
         return error;
       if (written)
         written(chunk);
       offset += chunk.size();
     }
+    batch.clear();
+    return llvm::Error::success();
+  };
+  uint64_t given = 0;
+  for (size_t i = 0; i < count; ++i) {
+    StringRef bytes = piece(i);
+    if (given + bytes.size() > record.size)
+      return refuse(given + bytes.size());
+    given += bytes.size();
+    for (size_t at = 0; at < bytes.size(); at += kChunk) {
+      batch.push_back(bytes.substr(at, kChunk));
+      if (batch.size() == kBatch)
+        if (llvm::Error error = flush())
+          return error;
+    }
+    // A piece's bytes may not outlive the next call of `piece` (a buffer
+    // reused), so each is written before the next is asked for.
+    if (llvm::Error error = flush())
+      return error;
   }
-  if (offset - record.dataOffset != record.size)
-    return refuse(offset - record.dataOffset);
+  if (given != record.size)
+    return refuse(given);
   record.crc = crc;
   return llvm::Error::success();
 }
