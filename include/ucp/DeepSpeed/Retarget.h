@@ -17,7 +17,9 @@
 // counts and param_slice_mappings. An AutoEP checkpoint's routed experts
 // move to the target's autoep_size the same way: each expert parameter's
 // map places its experts over the target's EP ranks, each EP rank's block
-// cut by its expert-data-parallel ranks (RetargetExpertParallel.cpp).
+// cut by its expert-data-parallel ranks (RetargetExpertParallel.cpp). A
+// pipeline (PipelineModule) run moves to another number of stages the same
+// way: each parameter's map on the target stages running its layer.
 // Padding is written as zeros. The source
 // may also be a Universal checkpoint (DeepSpeedCheckpoint::openUniversal):
 // the offline equivalent of DeepSpeed's load_universal.
