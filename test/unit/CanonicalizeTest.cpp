@@ -49,13 +49,15 @@ void expectCanonicalForm(const ParamMap &map) {
       EXPECT_GT(getNumElements(piece.shape).value_or(0), 0);
       // A dimension of extent 1 has the stride it would have if contiguous
       // with the dimension inside it.
-      for (size_t d = 0; d < piece.shape.size(); ++d)
-        if (piece.shape[d] == 1)
+      for (size_t d = 0; d < piece.shape.size(); ++d) {
+        if (piece.shape[d] == 1) {
           EXPECT_EQ(piece.dest.strides[d],
                     d + 1 == piece.shape.size()
                         ? 1
                         : piece.shape[d + 1] * piece.dest.strides[d + 1])
               << "dimension " << d << " of " << formatList(piece.shape);
+        }
+      }
       if (i > 0) {
         EXPECT_LT(shard.pieces[i - 1].dest.offset, piece.dest.offset);
       }

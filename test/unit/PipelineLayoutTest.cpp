@@ -123,13 +123,15 @@ TEST(PipelineLayoutTest, PlacedMapsVerifyAndComeBack) {
     for (int64_t s = 0; s < pp; ++s) {
       bool holds = llvm::is_contained(stages, s);
       for (int64_t t = 0; t < tp; ++t) {
-        if (holds)
+        if (holds) {
           EXPECT_EQ(got[s * tp + t], want[t]) << "trial " << trial;
-        else
+        } else {
           EXPECT_TRUE(got[s * tp + t].empty()) << "trial " << trial;
+        }
       }
-      if (holds)
+      if (holds) {
         EXPECT_EQ(getStageMap(*placed, s, tp), *stageMap) << "trial " << trial;
+      }
     }
   }
 }

@@ -68,7 +68,7 @@ struct CanonicalizePieces : public OpRewritePattern<ParamOp> {
     bool changed = false;
     for (ShardOp shard : param.getShards()) {
       auto target = llvm::find_if(canonical->shards, [&](const Shard &s) {
-        return s.rank == shard.getRank();
+        return s.rank == static_cast<int64_t>(shard.getRank());
       });
       std::vector<Piece> current;
       for (PieceOp piece : shard.getPieces())
