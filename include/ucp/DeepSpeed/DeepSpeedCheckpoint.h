@@ -256,8 +256,11 @@ public:
   }
   /// A pipeline run's parameter group `group` on stage `stage`: its
   /// parameters (indices into getParams()) in the stage's order, the order
-  /// ZeRO flattened them in.
+  /// ZeRO flattened them in (none where the stage has no such group).
   llvm::ArrayRef<size_t> getStageGroup(int64_t stage, size_t group) const {
+    if (size_t(stage) >= stageGroups.size() ||
+        group >= stageGroups[stage].size())
+      return {};
     return stageGroups[stage][group];
   }
   /// The flat partition of `state` of parameter group `group` in grid rank
