@@ -66,6 +66,9 @@ Error Retargeter::checkPipeline() const {
         "(DeepSpeed's PipelineModule.parts as B0,...,B" +
         std::to_string(pp) + ", or uniform:L for partition_method "
                              "'uniform' over L layers)");
+  if (!changesStages() && !options.ppTiedLayers.empty())
+    return makeError("--pp-tied: used only where the stages change (another "
+                     "--pp, or --pp-partition), and they stay the source's");
   for (const auto &[key, layers] : options.ppTiedLayers)
     if (llvm::none_of(checkpoint.getParams(), [&](const DeepSpeedParam &p) {
           return getTiedKey(p.name) == llvm::StringRef(key);
