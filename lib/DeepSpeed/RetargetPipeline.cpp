@@ -44,6 +44,13 @@ Error Retargeter::checkPipeline() const {
                        "--pp-partition and --pp-tied do not apply");
     return Error::success();
   }
+  // Every stage holds a parameter of each group: bounded before a map of
+  // pp ranks is built.
+  if (pp > int64_t(checkpoint.getParams().size()))
+    return makeError("--pp " + std::to_string(pp) + ": more stages than the " +
+                     std::to_string(checkpoint.getParams().size()) +
+                     " parameters of the checkpoint, and every stage holds "
+                     "some of each optimizer group");
   if (tp != 1)
     return makeError("--tp " + std::to_string(tp) +
                      ": a pipeline with tensor parallelism is not written: "

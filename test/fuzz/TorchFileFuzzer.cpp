@@ -5,7 +5,8 @@
 // first and the last element of each must stay in the buffer (ASan says if
 // not), and printing the document must terminate. Every accepted file is
 // then read as DeepSpeed's model and optimizer states (AutoEP metadata and
-// ZeRO-3 partition groups included), which must refuse or succeed cleanly.
+// ZeRO-3 partition groups included, and the optimizer record ZeRO stage 0
+// keeps in the model states), which must refuse or succeed cleanly.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,5 +51,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (!optimizer)
       ignore(optimizer.takeError());
   }
+  // ZeRO stage 0's second record, in the model states.
+  llvm::Expected<TensorStates> copy =
+      readTensorStates(**file, /*zero3=*/false, "optimizer");
+  if (!copy)
+    ignore(copy.takeError());
   return 0;
 }

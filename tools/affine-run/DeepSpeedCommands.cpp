@@ -337,6 +337,9 @@ static int readPipelineOptions(RetargetOptions &options) {
     auto [key, list] = entry.split('=');
     llvm::SmallVector<llvm::StringRef> fields;
     list.split(fields, ',');
+    if (options.ppTiedLayers.count(key.str()))
+      return fail("--pp-tied " + entry + ": tied module '" + key +
+                  "' is given twice");
     std::vector<int64_t> &layers = options.ppTiedLayers[key.str()];
     bool wellFormed = !key.empty();
     for (llvm::StringRef field : fields) {
