@@ -60,57 +60,78 @@ std::string ucp::checkFill(const Fill &fill, ArrayRef<int64_t> targetShard) {
                       "target", "the target shard"}});
 }
 
-/// Checks that `writes` (named for diagnostics) write every element of
-/// target rank `rank`'s shard of `shape` exactly once.
-static std::string checkShardTiling(
-    int64_t rank, ArrayRef<int64_t> shape,
-    ArrayRef<std::tuple<ArrayRef<int64_t>, const StridedView *, std::string>>
-        writes) {
+namespace {
+/// A write of one target shard: its shape, its view into the shard, and
+/// which write of the plan it is.
+struct ShardWrite {
+  ArrayRef<int64_t> shape;
+  const StridedView *view;
+  PlanWrite write;
+};
+} // namespace
+
+/// Checks that `writes` write every element of target rank `rank`'s shard
+/// of `shape` exactly once.
+static std::optional<PlanTilingError>
+checkShardTiling(int64_t rank, ArrayRef<int64_t> shape,
+                 ArrayRef<ShardWrite> writes,
+                 llvm::function_ref<std::string(PlanWrite)> nameWrite) {
+  std::string prefix = "target rank " + std::to_string(rank) + ": ";
   llvm::SmallVector<Box> boxes;
-  std::vector<const std::string *> writers;
-  for (const auto &[writeShape, view, name] : writes) {
-    if (!decomposeView(writeShape, *view, shape, Repeats::Keep, boxes))
-      return "target rank " + std::to_string(rank) + ": " + name +
-             " is too irregular to check (its view needs more than " +
-             std::to_string(kMaxBoxesPerView) + " boxes)";
-    writers.resize(boxes.size(), &name);
+  std::vector<const ShardWrite *> writers;
+  for (const ShardWrite &write : writes) {
+    if (!decomposeView(write.shape, *write.view, shape, Repeats::Keep, boxes))
+      return PlanTilingError{
+          rank,
+          prefix + nameWrite(write.write) +
+              " is too irregular to check (its view needs more than " +
+              std::to_string(kMaxBoxesPerView) + " boxes)",
+          write.write, std::nullopt};
+    writers.resize(boxes.size(), &write);
   }
-  std::string error;
+  std::optional<PlanTilingError> error;
   sweepBoxes(boxes, shape, [&](const Box &cell, ArrayRef<unsigned> owners) {
-    if (!error.empty() || owners.size() == 1)
+    if (error || owners.size() == 1)
       return;
-    error = "target rank " + std::to_string(rank) + ": element " +
-            formatList(cell.lo) + " of its shard is ";
-    if (owners.empty())
-      error += "written by no copy or fill";
-    else
-      error += "written by both " + *writers[owners[0]] + " and " +
-               *writers[owners[1]];
+    error = PlanTilingError{rank, prefix + "element " + formatList(cell.lo) +
+                                      " of its shard is "};
+    if (owners.empty()) {
+      error->message += "written by no copy or fill";
+      return;
+    }
+    // Boxes are numbered in write order: the higher owner is the later.
+    PlanWrite first = writers[std::min(owners[0], owners[1])]->write;
+    PlanWrite second = writers[std::max(owners[0], owners[1])]->write;
+    error->message += "written by both " + nameWrite(first) + " and " +
+                      nameWrite(second);
+    error->write = second;
+    error->other = first;
   });
   return error;
 }
 
-std::optional<std::pair<int64_t, std::string>>
-ucp::checkPlanTiling(const TransferPlan &plan) {
+std::optional<PlanTilingError>
+ucp::checkPlanTiling(const TransferPlan &plan,
+                     llvm::function_ref<std::string(PlanWrite)> nameWrite) {
   // Every target shard's writes, gathered in one pass over the plan.
-  using Write = std::tuple<ArrayRef<int64_t>, const StridedView *, std::string>;
-  std::map<int64_t, std::vector<Write>> writesOfRank;
+  std::map<int64_t, std::vector<ShardWrite>> writesOfRank;
   for (const auto &[rank, shape] : plan.targetShards)
     writesOfRank[rank];
   for (auto [i, segment] : llvm::enumerate(plan.segments))
-    writesOfRank[segment.targetRank].emplace_back(
-        segment.shape, &segment.target, "copy #" + std::to_string(i));
+    writesOfRank[segment.targetRank].push_back(
+        {segment.shape, &segment.target, PlanWrite{false, i}});
   for (auto [i, fill] : llvm::enumerate(plan.fills))
-    writesOfRank[fill.rank].emplace_back(fill.shape, &fill.target,
-                                         "fill #" + std::to_string(i));
+    writesOfRank[fill.rank].push_back(
+        {fill.shape, &fill.target, PlanWrite{true, i}});
   for (const auto &[rank, writes] : writesOfRank) {
     auto shape = plan.targetShards.find(rank);
     if (shape == plan.targetShards.end())
-      return std::pair(rank,
-                       "target rank " + std::to_string(rank) + " has no shard");
-    if (std::string error = checkShardTiling(rank, shape->second, writes);
-        !error.empty())
-      return std::pair(rank, std::move(error));
+      return PlanTilingError{rank, "target rank " + std::to_string(rank) +
+                                       " has no shard",
+                             writes.front().write, std::nullopt};
+    if (std::optional<PlanTilingError> error =
+            checkShardTiling(rank, shape->second, writes, nameWrite))
+      return error;
   }
   return std::nullopt;
 }

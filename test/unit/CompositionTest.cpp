@@ -68,9 +68,12 @@ TransferPlan checkPlan(const ParamMap &source, const ParamMap &target,
               "");
   for (const Fill &fill : plan->fills)
     EXPECT_EQ(checkFill(fill, plan->targetShards.at(fill.rank)), "");
-  std::optional<std::pair<int64_t, std::string>> tiling =
-      checkPlanTiling(*plan);
-  EXPECT_FALSE(tiling) << tiling->second;
+  std::optional<PlanTilingError> tiling =
+      checkPlanTiling(*plan, [](PlanWrite write) {
+        return (write.isFill ? "fill #" : "copy #") +
+               std::to_string(write.index);
+      });
+  EXPECT_FALSE(tiling) << tiling->message;
 
   std::optional<int64_t> valid = source.originalVocabSize
                                      ? source.originalVocabSize

@@ -13,7 +13,10 @@
 
 #include "ucp/Map/ParamMap.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
+
 #include <map>
+#include <optional>
 
 namespace ucp {
 
@@ -117,12 +120,33 @@ std::string checkSegment(const Segment &segment,
 /// Checks a fill's view against its shard's shape.
 std::string checkFill(const Fill &fill, llvm::ArrayRef<int64_t> targetShard);
 
+/// One write of a plan: the copy `segments[index]` or the fill
+/// `fills[index]`.
+struct PlanWrite {
+  bool isFill = false;
+  size_t index = 0;
+};
+
+/// Why a plan's writes do not tile one of its target shards.
+struct PlanTilingError {
+  /// The target rank.
+  int64_t rank = 0;
+  /// "target rank R: element [..] of its shard is written by ...", the
+  /// writes named as the caller's `nameWrite` names them.
+  std::string message;
+  /// For an element written twice: the later write and the earlier one.
+  std::optional<PlanWrite> write, other;
+};
+
 /// Checks that the copies and fills of every target rank write every
 /// element of its shard exactly once. Returns nothing when they do, else
-/// the lowest failing rank and a diagnostic naming the first element it
-/// writes twice or never. Costs O(n log n) in the writes of the whole plan.
-std::optional<std::pair<int64_t, std::string>>
-checkPlanTiling(const TransferPlan &plan);
+/// the lowest failing rank, the first element it writes twice or never
+/// and the writes involved, named in the message by `nameWrite` (each
+/// reader numbers them its own way: per shard in IR, per list in JSON).
+/// Costs O(n log n) in the writes of the whole plan.
+std::optional<PlanTilingError>
+checkPlanTiling(const TransferPlan &plan,
+                llvm::function_ref<std::string(PlanWrite)> nameWrite);
 
 } // namespace ucp
 

@@ -295,9 +295,19 @@ Expected<TransferPlan> PlanReader::readPlan(StringRef name,
     return std::move(error);
   if (Error error = readFills(**object, path, plan))
     return std::move(error);
-  if (std::optional<std::pair<int64_t, std::string>> error =
-          checkPlanTiling(plan))
-    return path.error(error->second);
+  // Writes are named by their place in the document's two lists, and the
+  // error points at the later of two writes of one element.
+  auto pathOf = [&](PlanWrite write) {
+    return write.isFill ? path.field("fill").index(write.index)
+                        : path.field("segments").index(write.index);
+  };
+  if (std::optional<PlanTilingError> error =
+          checkPlanTiling(plan, [&](PlanWrite write) {
+            return (write.isFill ? "fill[" : "segments[") +
+                   std::to_string(write.index) + "]";
+          }))
+    return (error->write ? pathOf(*error->write) : path)
+        .error(error->message);
   return plan;
 }
 

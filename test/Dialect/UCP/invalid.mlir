@@ -264,3 +264,20 @@ ucp.param @w shape [16, 2] world 1 vocab 17 {
 // expected-error@+1 {{a scalar parameter has no vocabulary rows}}
 ucp.param @w shape [] world 1 vocab 1 {
 }
+
+// -----
+
+// Regions take no arguments: a pass would drop them.
+// expected-error@+1 {{'ucp.param' op region should have no arguments}}
+"ucp.param"() <{logical_shape = array<i64: 4>, sym_name = "w", world_size = 1 : i64}> ({
+^bb0(%a: i32):
+}) : () -> ()
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  // expected-error@+1 {{'ucp.shard' op region should have no arguments}}
+  "ucp.shard"() <{rank = 0 : i64, shard_shape = array<i64: 4>}> ({
+  ^bb0(%a: i32):
+  }) : () -> ()
+}

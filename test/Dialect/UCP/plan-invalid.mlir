@@ -80,10 +80,28 @@ ucp.plan @p source_world 1 target_world 1 {
 
 ucp.plan @p source_world 1 target_world 1 {
   ucp.source_shard rank 0 shape [4]
-  // expected-error@+1 {{target rank 0: element [2] of its shard is written by both copy #0 and fill #0}}
   ucp.target_shard rank 0 shape [4] {
+    // expected-note@+1 {{the other write of the element}}
     ucp.copy [3] from 0 at 0 [1] to 0 [1]
+    // expected-error@+1 {{target rank 0: element [2] of its shard is written by both copy #0 and fill #0}}
     ucp.fill [2] at 2 [1]
+  }
+}
+
+// -----
+
+// Writes are numbered within their shard, and the error is at the later.
+ucp.plan @p source_world 1 target_world 2 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    ucp.copy [4] from 0 at 0 [1] to 0 [1]
+  }
+  ucp.target_shard rank 1 shape [4] {
+    ucp.fill [1] at 3 [1]
+    // expected-note@+1 {{the other write of the element}}
+    ucp.copy [2] from 0 at 0 [1] to 0 [1]
+    // expected-error@+1 {{target rank 1: element [1] of its shard is written by both copy #0 and copy #1}}
+    ucp.copy [2] from 0 at 0 [1] to 1 [1]
   }
 }
 
@@ -113,4 +131,21 @@ ucp.plan @p source_world 1 target_world 1 {
     builtin.module {
     }
   }
+}
+
+// -----
+
+// Regions take no arguments: a pass would drop them.
+// expected-error@+1 {{'ucp.plan' op region should have no arguments}}
+"ucp.plan"() <{source_world = 1 : i64, sym_name = "p", target_world = 1 : i64}> ({
+^bb0(%a: i32):
+}) : () -> ()
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  // expected-error@+1 {{'ucp.target_shard' op region should have no arguments}}
+  "ucp.target_shard"() <{rank = 0 : i64, shard_shape = array<i64: 0>}> ({
+  ^bb0(%a: i32):
+  }) : () -> ()
 }

@@ -107,6 +107,15 @@ LogicalResult PlanOp::verify() {
   return success();
 }
 
+/// The place of a copy among its shard's copies, or of a fill among its
+/// shard's fills, counted from 0.
+static size_t getIndexInShard(Operation *write) {
+  size_t index = 0;
+  for (Operation *op = write->getPrevNode(); op; op = op->getPrevNode())
+    index += op->getName() == write->getName();
+  return index;
+}
+
 LogicalResult PlanOp::verifyRegions() {
   llvm::DenseMap<int64_t, Operation *> sources, targets;
   for (Operation &op : getBody().front()) {
@@ -148,11 +157,29 @@ LogicalResult PlanOp::verifyRegions() {
         return copy.emitOpError(error);
     }
 
-  // Tiling of every target shard, from one conversion of the plan.
-  if (std::optional<std::pair<int64_t, std::string>> error =
-          checkPlanTiling(toTransferPlan(*this)))
-    return targets.lookup(error->first)->emitOpError(error->second);
-  return success();
+  // Tiling of every target shard, from one conversion of the plan, whose
+  // copies and fills are listed in the order of the ops.
+  llvm::SmallVector<Operation *> copies, fills;
+  for (TargetShardOp target : getTargetShards())
+    for (Operation &op : target.getBody().front())
+      (isa<CopyOp>(op) ? copies : fills).push_back(&op);
+  auto opOf = [&](PlanWrite write) {
+    return (write.isFill ? fills : copies)[write.index];
+  };
+  std::optional<PlanTilingError> error =
+      checkPlanTiling(toTransferPlan(*this), [&](PlanWrite write) {
+        return (write.isFill ? "fill #" : "copy #") +
+               std::to_string(getIndexInShard(opOf(write)));
+      });
+  if (!error)
+    return success();
+  if (!error->write)
+    return targets.lookup(error->rank)->emitOpError(error->message);
+  InFlightDiagnostic diag = opOf(*error->write)->emitOpError(error->message);
+  if (error->other)
+    diag.attachNote(opOf(*error->other)->getLoc())
+        << "the other write of the element";
+  return diag;
 }
 
 //===----------------------------------------------------------------------===//

@@ -16,7 +16,7 @@ include "mlir/IR/SymbolInterfaces.td"
 //===----------------------------------------------------------------------===//
 
 def UCP_ParamOp : UCP_Op<"param", [
-    Symbol, SingleBlock, NoTerminator, IsolatedFromAbove
+    Symbol, SingleBlock, NoTerminator, NoRegionArguments, IsolatedFromAbove
   ]> {
   let summary = "the map of one parameter over a parallel group";
   let description = [{
@@ -70,7 +70,7 @@ def UCP_ParamOp : UCP_Op<"param", [
 //===----------------------------------------------------------------------===//
 
 def UCP_ShardOp : UCP_Op<"shard", [
-    HasParent<"ParamOp">, SingleBlock, NoTerminator
+    HasParent<"ParamOp">, SingleBlock, NoTerminator, NoRegionArguments
   ]> {
   let summary = "what one rank holds of a parameter";
   let description = [{
@@ -160,7 +160,7 @@ def UCP_PieceOp : UCP_Op<"piece", [HasParent<"ShardOp">]> {
 //===----------------------------------------------------------------------===//
 
 def UCP_PlanOp : UCP_Op<"plan", [
-    Symbol, SingleBlock, NoTerminator, IsolatedFromAbove]> {
+    Symbol, SingleBlock, NoTerminator, NoRegionArguments, IsolatedFromAbove]> {
   let summary = "how to fill one parameter's target shards from its source shards";
   let description = [{
     The transfer plan of one parameter, M_t o M_s^-1 (spec §2.3): the shard
@@ -211,7 +211,7 @@ def UCP_SourceShardOp : UCP_Op<"source_shard", [HasParent<"PlanOp">]> {
 }
 
 def UCP_TargetShardOp : UCP_Op<"target_shard", [
-    HasParent<"PlanOp">, SingleBlock, NoTerminator]> {
+    HasParent<"PlanOp">, SingleBlock, NoTerminator, NoRegionArguments]> {
   let summary = "the writes that fill one target rank's shard";
   let description = [{
     Target rank `rank`'s shard of `shape` and the `ucp.copy` and `ucp.fill`
