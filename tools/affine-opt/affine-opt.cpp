@@ -20,6 +20,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Mesh/IR/MeshDialect.h"
 #include "mlir/Dialect/Mesh/IR/MeshOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -94,10 +95,12 @@ int main(int argc, char **argv) {
   llvm::cl::HideUnrelatedOptions({});
   DialectRegistry registry;
   registry.insert<ucp::UCPDialect>();
-  // Dialects whose values a layout annotates, and MLIR's mesh dialect
-  // (--ucp-import-mesh).
+  // Dialects whose values a layout annotates, MLIR's mesh dialect
+  // (--ucp-import-mesh) and every dialect our passes produce
+  // (--ucp-plans-to-memref writes func, memref, arith and scf), so that
+  // affine-opt reads what it writes.
   registry.insert<func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
-                  memref::MemRefDialect, mesh::MeshDialect>();
+                  memref::MemRefDialect, scf::SCFDialect, mesh::MeshDialect>();
   ucp::registerUCPPasses();
   ucp::registerUCPPipelines();
   ucp::registerMapFileReader();

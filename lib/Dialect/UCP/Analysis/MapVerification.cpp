@@ -3,6 +3,8 @@
 #include "ucp/Dialect/UCP/Analysis/MapVerification.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 
+#include "mlir/IR/Threading.h"
+
 using namespace mlir;
 using namespace ucp;
 
@@ -64,9 +66,22 @@ void ucp::forEachParam(Operation *root, llvm::function_ref<void(ParamOp)> fn) {
   });
 }
 
-MapVerification &ucp::getMapVerification(AnalysisManager analyses,
-                                         Operation *root, ParamOp param) {
-  if (param.getOperation() == root)
-    return analyses.getAnalysis<MapVerification>();
-  return analyses.getChildAnalysis<MapVerification>(param.getOperation());
+std::vector<std::pair<ParamOp, const MapVerification *>>
+ucp::getMapVerifications(AnalysisManager analyses, Operation *root) {
+  std::vector<ParamOp> params;
+  forEachParam(root, [&](ParamOp param) { params.push_back(param); });
+  // The nested managers are made one at a time (making one changes the
+  // parent's map); each then computes into its own map, so the analyses
+  // themselves run in parallel.
+  std::vector<AnalysisManager> managers;
+  for (ParamOp param : params)
+    managers.push_back(param.getOperation() == root
+                           ? analyses
+                           : analyses.nest(param.getOperation()));
+  std::vector<std::pair<ParamOp, const MapVerification *>> result(
+      params.size());
+  parallelFor(root->getContext(), 0, params.size(), [&](size_t i) {
+    result[i] = {params[i], &managers[i].getAnalysis<MapVerification>()};
+  });
+  return result;
 }

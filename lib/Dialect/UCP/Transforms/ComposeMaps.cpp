@@ -42,8 +42,8 @@ struct UCPComposePass : public ucp::impl::UCPComposePassBase<UCPComposePass> {
   void runOnOperation() override;
 
 private:
-  /// Reads the policy options.
-  FailureOr<ReplicaPolicy> getPolicy(MLIRContext *context);
+  /// The policy given in memory, else the options'.
+  ReplicaPolicy getPolicy();
   /// Verifies and indexes the target maps of `module`.
   LogicalResult indexTargets(ModuleOp module);
   /// Returns the verified source params, each with its verified target,
@@ -61,17 +61,12 @@ private:
 
 } // namespace
 
-FailureOr<ReplicaPolicy> UCPComposePass::getPolicy(MLIRContext *context) {
+ReplicaPolicy UCPComposePass::getPolicy() {
   if (givenPolicy)
     return *givenPolicy;
   ReplicaPolicy result;
+  result.kind = policy;
   result.ranksPerNode = ranksPerNode;
-  if (std::optional<ReplicaPolicy::Kind> kind = parseReplicaPolicyKind(policy))
-    result.kind = *kind;
-  else
-    return emitError(UnknownLoc::get(context))
-           << "unknown replica policy '" << policy
-           << "'; expected lowest, local, node or balance";
   return result;
 }
 
@@ -92,10 +87,7 @@ LogicalResult UCPComposePass::indexTargets(ModuleOp module) {
 }
 
 LogicalResult UCPComposePass::initialize(MLIRContext *context) {
-  FailureOr<ReplicaPolicy> chosen = getPolicy(context);
-  if (failed(chosen))
-    return failure();
-  replicaPolicy = *chosen;
+  replicaPolicy = getPolicy();
   if (targets)
     return success();
   if (givenTargets)
@@ -122,14 +114,13 @@ UCPComposePass::getPairs() {
   std::vector<ParamOp> sources;
   std::vector<const MapVerification *> verifications;
   bool valid = true;
-  forEachParam(getOperation(), [&](ParamOp param) {
-    const MapVerification &verification =
-        getMapVerification(getAnalysisManager(), getOperation(), param);
-    if (failed(verification.emitViolations(param)))
+  for (auto [param, verification] :
+       getMapVerifications(getAnalysisManager(), getOperation())) {
+    if (failed(verification->emitViolations(param)))
       valid = false;
     sources.push_back(param);
-    verifications.push_back(&verification);
-  });
+    verifications.push_back(verification);
+  }
   std::vector<llvm::StringRef> sourceNames, targetNames;
   for (ParamOp param : sources)
     sourceNames.push_back(param.getSymName());
@@ -158,11 +149,6 @@ UCPComposePass::getPairs() {
 }
 
 void UCPComposePass::runOnOperation() {
-  if (isa<ParamOp>(getOperation())) {
-    getOperation()->emitError("--ucp-compose replaces the params it composes, "
-                              "so it runs on the op holding them (a module)");
-    return signalPassFailure();
-  }
   auto pairs = getPairs();
   if (failed(pairs))
     return signalPassFailure();

@@ -28,23 +28,24 @@ struct UCPLowerCopiesPass
   void runOnOperation() override;
 
 private:
-  /// Returns the plan `op` (a param or a plan) stands for, or fails after
-  /// reporting why.
-  FailureOr<TransferPlan> getPlan(Operation *op, SentElements &sent);
+  /// Returns the plan `op` (a param, verified as `verification`, or a plan)
+  /// stands for, or fails after reporting why.
+  FailureOr<TransferPlan> getPlan(Operation *op,
+                                  const MapVerification *verification,
+                                  SentElements &sent);
 };
 
 } // namespace
 
-FailureOr<TransferPlan> UCPLowerCopiesPass::getPlan(Operation *op,
-                                                    SentElements &sent) {
+FailureOr<TransferPlan>
+UCPLowerCopiesPass::getPlan(Operation *op, const MapVerification *verification,
+                            SentElements &sent) {
   if (auto planOp = dyn_cast<PlanOp>(op))
     return toTransferPlan(planOp);
   auto param = cast<ParamOp>(op);
-  const MapVerification &verification =
-      getMapVerification(getAnalysisManager(), getOperation(), param);
-  if (failed(verification.emitViolations(param)))
+  if (failed(verification->emitViolations(param)))
     return failure();
-  const ParamMap &map = verification.getMap();
+  const ParamMap &map = verification->getMap();
   llvm::Expected<TransferPlan> extract =
       composeMaps(getFullTensorMap(map), map, {}, sent);
   if (!extract) {
@@ -55,11 +56,6 @@ FailureOr<TransferPlan> UCPLowerCopiesPass::getPlan(Operation *op,
 }
 
 void UCPLowerCopiesPass::runOnOperation() {
-  if (isa<ParamOp, PlanOp>(getOperation())) {
-    getOperation()->emitError("--ucp-lower-copies replaces the ops it lowers, "
-                              "so it runs on the op holding them (a module)");
-    return signalPassFailure();
-  }
   // Params and plans nested anywhere; neither has the other inside.
   std::vector<Operation *> ops;
   getOperation()->walk<WalkOrder::PreOrder>([&](Operation *op) {
@@ -68,9 +64,13 @@ void UCPLowerCopiesPass::runOnOperation() {
     ops.push_back(op);
     return WalkResult::skip();
   });
+  llvm::DenseMap<Operation *, const MapVerification *> verifications;
+  for (auto [param, verification] :
+       getMapVerifications(getAnalysisManager(), getOperation()))
+    verifications[param] = verification;
   SentElements sent;
   for (Operation *op : ops) {
-    FailureOr<TransferPlan> plan = getPlan(op, sent);
+    FailureOr<TransferPlan> plan = getPlan(op, verifications.lookup(op), sent);
     if (failed(plan))
       return signalPassFailure();
     if (llvm::Error error = checkScalePower(*plan, scalePower)) {

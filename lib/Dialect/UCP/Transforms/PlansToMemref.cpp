@@ -34,17 +34,25 @@ struct UCPPlansToMemrefPass
 };
 } // namespace
 
-static Type parseElementType(StringRef name, MLIRContext *context) {
-  return llvm::StringSwitch<Type>(name)
-      .Case("f32", Float32Type::get(context))
-      .Case("f64", Float64Type::get(context))
-      .Case("f16", Float16Type::get(context))
-      .Case("bf16", BFloat16Type::get(context))
-      .Case("i8", IntegerType::get(context, 8))
-      .Case("i16", IntegerType::get(context, 16))
-      .Case("i32", IntegerType::get(context, 32))
-      .Case("i64", IntegerType::get(context, 64))
-      .Default(Type());
+/// The MLIR type of elements of `type`, one that element-type offers.
+static Type getElementType(DType type, MLIRContext *context) {
+  switch (type) {
+  case DType::F32:
+    return Float32Type::get(context);
+  case DType::F64:
+    return Float64Type::get(context);
+  case DType::F16:
+    return Float16Type::get(context);
+  case DType::BF16:
+    return BFloat16Type::get(context);
+  case DType::I8:
+  case DType::I16:
+  case DType::I32:
+  case DType::I64:
+    return IntegerType::get(context, 8 * getElementSize(type));
+  default:
+    llvm_unreachable("element-type offers no other type");
+  }
 }
 
 static int64_t getCount(llvm::ArrayRef<int64_t> shape) {
@@ -142,12 +150,7 @@ static func::FuncOp lowerPlan(PlanOp planOp, Type element) {
 }
 
 void UCPPlansToMemrefPass::runOnOperation() {
-  Type element = parseElementType(elementType, &getContext());
-  if (!element) {
-    getOperation().emitError() << "--ucp-plans-to-memref: element-type '"
-                               << elementType << "' is not one it lowers";
-    return signalPassFailure();
-  }
+  Type element = getElementType(elementType, &getContext());
   llvm::SmallVector<PlanOp> plans;
   getOperation().walk([&](PlanOp plan) { plans.push_back(plan); });
   for (PlanOp plan : plans) {

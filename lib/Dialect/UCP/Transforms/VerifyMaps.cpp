@@ -1,6 +1,6 @@
 //===- VerifyMaps.cpp - The --ucp-verify pass -----------------------------===//
 //
-// Computes the MapVerification analysis of every parameter, turns the first
+// Computes the MapVerification analysis of every parameter (in parallel), turns the first
 // failing parameter's report into diagnostics located at the offending ops,
 // and keeps the analyses for the passes that require them.
 //
@@ -26,14 +26,14 @@ struct UCPVerifyPass : public ucp::impl::UCPVerifyPassBase<UCPVerifyPass> {
 } // namespace
 
 void UCPVerifyPass::runOnOperation() {
+  // Every param is verified (in parallel); the first failing one reports.
   bool failedOnce = false;
-  forEachParam(getOperation(), [&](ParamOp param) {
-    if (failedOnce)
-      return;
-    const MapVerification &verification =
-        getMapVerification(getAnalysisManager(), getOperation(), param);
-    failedOnce = failed(verification.emitViolations(param));
-  });
+  for (auto [param, verification] :
+       getMapVerifications(getAnalysisManager(), getOperation()))
+    if (failed(verification->emitViolations(param))) {
+      failedOnce = true;
+      break;
+    }
   // Nothing changed, and the analyses are what later passes need.
   markAllAnalysesPreserved();
   if (failedOnce)

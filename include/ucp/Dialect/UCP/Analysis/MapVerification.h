@@ -1,5 +1,4 @@
-//===- MapVerification.h - Whole-map verification as an analysis -*- C++
-//-*-===//
+//===- MapVerification.h - Whole-map verification, an analysis -*- C++ -*-===//
 //
 // The properties no single op can check (P1 coverage, P5 homogeneity, shard
 // tiling; ucp/Analysis/MapVerifier.h) as an MLIR analysis of one ucp.param.
@@ -9,7 +8,8 @@
 // disagree, and they reuse what --ucp-verify computed.
 //
 // The ucp passes reach every ucp.param nested anywhere below the op they run
-// on (a module, a nested module, a param itself); forEachParam is how.
+// on (a module, a nested module; --ucp-verify also a param itself);
+// forEachParam is how, and getMapVerifications verifies them in parallel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -52,11 +52,15 @@ private:
 /// in order; the bodies of params are not entered.
 void forEachParam(mlir::Operation *root, llvm::function_ref<void(ParamOp)> fn);
 
-/// Returns the verification of `param`, nested in or equal to `root`, the
-/// op whose analyses `analyses` manage; computed unless a preserved one is
-/// cached.
-MapVerification &getMapVerification(mlir::AnalysisManager analyses,
-                                    mlir::Operation *root, ParamOp param);
+/// Returns the verification of every ucp.param nested in or equal to
+/// `root` (the op whose analyses `analyses` manage), in forEachParam's
+/// order. Each is computed unless a preserved one is cached; those
+/// computed are computed in parallel (each param in its own nested
+/// analysis manager, as MLIR's pass manager runs nested pipelines), so a
+/// pass on a module verifies at the speed of a pipeline nested on params
+/// and keeps the analyses for the passes after it.
+std::vector<std::pair<ParamOp, const MapVerification *>>
+getMapVerifications(mlir::AnalysisManager analyses, mlir::Operation *root);
 
 } // namespace ucp
 

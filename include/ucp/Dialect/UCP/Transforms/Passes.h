@@ -3,8 +3,10 @@
 #ifndef UCP_DIALECT_UCP_TRANSFORMS_PASSES_H
 #define UCP_DIALECT_UCP_TRANSFORMS_PASSES_H
 
-#include "mlir/IR/BuiltinOps.h"
+#include "ucp/Dialect/UCP/Transforms/PassOptionTypes.h"
 #include "ucp/Plan/TransferPlan.h"
+
+#include "mlir/IR/BuiltinOps.h"
 
 #include "mlir/Pass/Pass.h"
 

@@ -28,9 +28,12 @@ def UCPVerifyPass : Pass<"ucp-verify"> {
 
     The op verifiers have already checked every local invariant (bounds,
     locations, scale) when this pass runs. The result is the
-    `MapVerification` analysis of each param, which this pass preserves and
-    `--ucp-compose` and `--ucp-lower-copies` require: run first, it is
-    computed once for all three. Example (rank 1 holds one of its two rows):
+    `MapVerification` analysis of each param, computed for all params in
+    parallel on the context's thread pool, which this pass preserves and
+    `--ucp-compose` and `--ucp-lower-copies` require: run first on the
+    module, it is computed once for all three. (Nested on `ucp.param` it
+    verifies too, but MLIR drops the analyses of nested pipelines when they
+    end, so the passes after it compute them again.) Example (rank 1 holds one of its two rows):
 
     ```mlir
     ucp.param @w shape [4, 2] world 2 {
@@ -89,10 +92,10 @@ def UCPCanonicalizePass : Pass<"ucp-canonicalize"> {
   }];
 }
 
-def UCPComposePass : Pass<"ucp-compose"> {
+def UCPComposePass : Pass<"ucp-compose", "::mlir::ModuleOp"> {
   let summary = "Compose the source maps with target maps into transfer plans";
   let description = [{
-    Replaces every `ucp.param` nested anywhere in the op it runs on (the
+    Replaces every `ucp.param` nested anywhere in the module it runs on (the
     source map, M_s) by the `ucp.plan` that fills the shards of the same
     parameter in the target map (M_t, read once, when the pass is
     initialized, from `target`: a `.json` map document or a `.mlir` file):
@@ -155,14 +158,16 @@ def UCPComposePass : Pass<"ucp-compose"> {
   let options = [
     Option<"target", "target", "std::string", /*default=*/"\"\"",
            "the target map (.json map document or .mlir file)">,
-    Option<"policy", "policy", "std::string", /*default=*/"\"local\"",
-           "replica choice: lowest, local, node or balance">,
-    Option<"ranksPerNode", "ranks-per-node", "int64_t", /*default=*/"8",
-           "ranks per node, for policy=node">,
+    Option<"policy", "policy", "::ucp::ReplicaPolicy::Kind",
+           /*default=*/"::ucp::ReplicaPolicy::Local",
+           "which of several holders of the same data a copy reads",
+           "::ucp::getReplicaPolicyValues()">,
+    Option<"ranksPerNode", "ranks-per-node", "::ucp::RanksPerNode",
+           /*default=*/"8", "ranks per node (at least 1), for policy=node">,
   ];
 }
 
-def UCPLowerCopiesPass : Pass<"ucp-lower-copies"> {
+def UCPLowerCopiesPass : Pass<"ucp-lower-copies", "::mlir::ModuleOp"> {
   let summary = "Lower maps and plans to executable copy programs";
   let description = [{
     Rewrites every `ucp.plan` into the copy program executors run
@@ -174,7 +179,7 @@ def UCPLowerCopiesPass : Pass<"ucp-lower-copies"> {
     Adam's moments; a rescaling plan is refused for a power other than 1,
     spec §2.1). Every `ucp.param` becomes the program that extracts it
     from its full tensor (source rank 0); it must verify, as for
-    `--ucp-compose`. Plans and params nested anywhere in the op the pass
+    `--ucp-compose`. Plans and params nested anywhere in the module the pass
     runs on are reached.
 
     ```mlir
@@ -184,8 +189,9 @@ def UCPLowerCopiesPass : Pass<"ucp-lower-copies"> {
     ```
   }];
   let options = [
-    Option<"scalePower", "scale-power", "int", /*default=*/"1",
-           "the power of the scale the moved tensors carry">,
+    Option<"scalePower", "scale-power", "::ucp::ScalePower", /*default=*/"1",
+           "the power of the scale the moved tensors carry: 1 (a parameter), "
+           "-1 or -2 (Adam's moments), 0 (a tensor that carries none)">,
   ];
 }
 
@@ -263,8 +269,9 @@ def UCPPlansToMemrefPass : Pass<"ucp-plans-to-memref", "::mlir::ModuleOp"> {
     A factor other than 1 needs a floating-point `element-type`.
   }];
   let options = [
-    Option<"elementType", "element-type", "std::string", /*default=*/"\"f32\"",
-           "the shards' element type: f32, f64, f16, bf16, i8, i16, i32 or i64">,
+    Option<"elementType", "element-type", "::ucp::DType",
+           /*default=*/"::ucp::DType::F32", "the shards' element type",
+           "::ucp::getMemrefElementTypeValues()">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::memref::MemRefDialect",

@@ -12,6 +12,7 @@
 #ifndef UCP_DIALECT_UCP_TRANSFORMS_RESHARDPIPELINE_H
 #define UCP_DIALECT_UCP_TRANSFORMS_RESHARDPIPELINE_H
 
+#include "ucp/Dialect/UCP/Transforms/PassOptionTypes.h"
 #include "ucp/Plan/CopyProgram.h"
 
 #include "mlir/IR/BuiltinOps.h"
@@ -25,16 +26,19 @@ struct ReshardPipelineOptions
     : public mlir::PassPipelineOptions<ReshardPipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("the target map (.json or .mlir)")};
-  Option<std::string> policy{
+  Option<ReplicaPolicy::Kind> policy{
       *this, "policy",
-      llvm::cl::desc("replica choice: lowest, local, node or balance"),
-      llvm::cl::init("local")};
-  Option<int64_t> ranksPerNode{
+      llvm::cl::desc("which of several holders of the same data a copy reads"),
+      llvm::cl::init(ReplicaPolicy::Local), getReplicaPolicyValues()};
+  Option<RanksPerNode> ranksPerNode{
       *this, "ranks-per-node",
-      llvm::cl::desc("ranks per node, for policy=node"), llvm::cl::init(8)};
-  Option<int> scalePower{
+      llvm::cl::desc("ranks per node (at least 1), for policy=node"),
+      llvm::cl::init(8)};
+  Option<ScalePower> scalePower{
       *this, "scale-power",
-      llvm::cl::desc("the power of the scale the moved tensors carry"),
+      llvm::cl::desc("the power of the scale the moved tensors carry: 1 (a "
+                     "parameter), -1 or -2 (Adam's moments), 0 (a tensor "
+                     "that carries none)"),
       llvm::cl::init(1)};
 };
 
