@@ -94,3 +94,28 @@ func.func @out_of_range(%w: tensor<4x6xf32>) {
   %0 = mesh.shard %w to <@mesh0, [[2]]> : tensor<4x6xf32>
   return
 }
+
+// -----
+
+// A shard in a nested module: its param goes into that module, the symbol
+// table its layout is looked up in; the outer module's shard gets its own.
+// CHECK-LABEL: module {
+// CHECK:         ucp.param @outer_shard0 shape [4, 6] world 2
+// CHECK:         mesh.mesh @mesh0
+// CHECK:         module @inner {
+// CHECK-NEXT:      ucp.param @inner_shard0 shape [4, 6] world 4
+// CHECK:           mesh.mesh @mesh1
+// CHECK:           mesh.shard {{.*}} {ucp.layout = #ucp.layout<@inner_shard0>}
+// CHECK:         mesh.shard {{.*}} {ucp.layout = #ucp.layout<@outer_shard0>}
+mesh.mesh @mesh0(shape = 2)
+module @inner {
+  mesh.mesh @mesh1(shape = 4)
+  func.func @inner(%w: tensor<4x6xf32>) -> tensor<4x6xf32> {
+    %0 = mesh.shard %w to <@mesh1, [[0]]> : tensor<4x6xf32>
+    return %0 : tensor<4x6xf32>
+  }
+}
+func.func @outer(%w: tensor<4x6xf32>) -> tensor<4x6xf32> {
+  %0 = mesh.shard %w to <@mesh0, [[], [0]]> : tensor<4x6xf32>
+  return %0 : tensor<4x6xf32>
+}

@@ -141,11 +141,11 @@ static FailureOr<ParamMap> buildMap(mesh::ShardOp shard, StringRef name,
 
 void UCPImportMeshPass::runOnOperation() {
   ModuleOp module = getOperation();
-  SymbolTable symbols(module);
   SymbolTableCollection tables;
   std::map<std::string, int> counts;
-  // The params at the top of the module, in the order of their shards.
-  OpBuilder builder = OpBuilder::atBlockBegin(module.getBody());
+  // Each param goes into the symbol table nearest its shard (where its
+  // layout is looked up), at the top, in the order of the shards.
+  llvm::DenseMap<Operation *, Operation *> lastParamOfTable;
   WalkResult walked = module.walk([&](mesh::ShardOp shard) {
     mesh::MeshOp meshOp =
         mesh::getMesh(shard, shard.getShard().getMesh(), tables);
@@ -162,9 +162,16 @@ void UCPImportMeshPass::runOnOperation() {
     FailureOr<ParamMap> map = buildMap(shard, name, *split);
     if (failed(map))
       return WalkResult::interrupt();
+    Operation *tableOp = SymbolTable::getNearestSymbolTable(shard);
+    Operation *&last = lastParamOfTable[tableOp];
+    OpBuilder builder(&getContext());
+    if (last)
+      builder.setInsertionPointAfter(last);
+    else
+      builder.setInsertionPointToStart(&tableOp->getRegion(0).front());
     ParamOp param = buildParamOp(builder, shard.getLoc(), *map);
-    symbols.insert(param); // Renamed if the name is taken.
-    builder.setInsertionPointAfter(param);
+    tables.getSymbolTable(tableOp).insert(param); // Renamed if taken.
+    last = param;
     shard->setAttr(
         kLayoutAttrName,
         LayoutAttr::get(&getContext(), FlatSymbolRefAttr::get(param)));
