@@ -1,4 +1,8 @@
-// RUN: affine-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+// RUN: affine-opt %s -split-input-file --ucp-verify -verify-diagnostics | FileCheck %s
+
+// What an annotation alone tells is checked when it is parsed; the param it
+// names is a use of a symbol, checked by --ucp-verify for all annotations at
+// once, each symbol table indexed once (layout-uses-parsed.mlir).
 
 // A layout annotates function arguments, an op's result and a global, and
 // survives printing and passes.
@@ -92,3 +96,59 @@ func.func @not_a_layout() {
 func.func @other_name() attributes {ucp.shape = 1} {
   return
 }
+
+// -----
+
+// expected-error @+1 {{unknown ucp attribute 'ucp.shape' on an argument}}
+func.func @other_argument_name(%w: tensor<4xf32> {ucp.shape = 1}) {
+  return
+}
+
+// -----
+
+func.func @no_value() {
+  // expected-error @+1 {{'ucp.layout' annotates a value: an op with one result, a global with a type, or a function argument}}
+  "func.return"() {ucp.layout = #ucp.layout<@w>} : () -> ()
+}
+
+// -----
+
+// Every annotation at fault is reported, not only the first.
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0]
+  }
+}
+func.func @two(%a: tensor<8xf32>) {
+  // expected-error @+1 {{'ucp.layout' on the result of type 'tensor<2xf32>': parameter 'w' has shape [4]}}
+  %c = arith.constant {ucp.layout = #ucp.layout<@w>} dense<0.0> : tensor<2xf32>
+  // expected-error @+1 {{'ucp.layout' names @v, which is no ucp.param of the enclosing symbol table}}
+  %d = arith.constant {ucp.layout = #ucp.layout<@v>} dense<0.0> : tensor<4xf32>
+  return
+}
+
+// -----
+
+// A layout names a param of its nearest symbol table: a nested module's.
+// CHECK-LABEL: module @inner
+// CHECK: memref.global @g : memref<4xf32> = uninitialized {ucp.layout = #ucp.layout<@w>}
+module @inner {
+  ucp.param @w shape [4] world 1 {
+    ucp.shard rank 0 shape [4] {
+      ucp.piece [4] src 0 [1] dst 0 [1] on [0]
+    }
+  }
+  memref.global @g : memref<4xf32> = uninitialized {ucp.layout = #ucp.layout<@w>}
+}
+
+// -----
+
+module @inner {
+  ucp.param @w shape [4] world 1 {
+    ucp.shard rank 0 shape [4] {
+      ucp.piece [4] src 0 [1] dst 0 [1] on [0]
+    }
+  }
+}
+// expected-error @+1 {{'ucp.layout' names @w, which is no ucp.param of the enclosing symbol table}}
+memref.global @outer : memref<4xf32> = uninitialized {ucp.layout = #ucp.layout<@w>}

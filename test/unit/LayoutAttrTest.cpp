@@ -1,6 +1,6 @@
 //===- LayoutAttrTest.cpp - ucp.layout on other dialects' values ----------===//
 
-#include "ucp/Dialect/UCP/IR/UCPAttrs.h"
+#include "ucp/Dialect/UCP/IR/LayoutUses.h"
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/IR/UCPOps.h"
 
@@ -36,15 +36,16 @@ TEST(LayoutAttr, ValuesFindTheirParameter) {
   ASSERT_TRUE(module);
   auto f = module->lookupSymbol<func::FuncOp>("f");
   ASSERT_TRUE(f);
-  ucp::ParamOp a = ucp::getLayoutParam(f.getArgument(0));
+  SymbolTableCollection tables;
+  ucp::ParamOp a = ucp::getLayoutParam(f.getArgument(0), tables);
   ASSERT_TRUE(a);
   EXPECT_EQ(a.getSymName(), "w");
-  EXPECT_FALSE(ucp::getLayoutParam(f.getArgument(1)));
+  EXPECT_FALSE(ucp::getLayoutParam(f.getArgument(1), tables));
   std::vector<Value> constants;
   f.walk([&](arith::ConstantOp op) { constants.push_back(op.getResult()); });
   ASSERT_EQ(constants.size(), 2u);
-  EXPECT_EQ(ucp::getLayoutParam(constants[0]), a);
-  EXPECT_FALSE(ucp::getLayoutParam(constants[1]));
+  EXPECT_EQ(ucp::getLayoutParam(constants[0], tables), a);
+  EXPECT_FALSE(ucp::getLayoutParam(constants[1], tables));
 }
 
 } // namespace

@@ -1,12 +1,14 @@
 //===- VerifyMaps.cpp - The --ucp-verify pass -----------------------------===//
 //
-// Computes the MapVerification analysis of every parameter (in parallel), turns the first
+// Checks the parameters every ucp.layout names, then computes the
+// MapVerification analysis of every parameter (in parallel), turns the first
 // failing parameter's report into diagnostics located at the offending ops,
 // and keeps the analyses for the passes that require them.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Dialect/UCP/Analysis/MapVerification.h"
+#include "ucp/Dialect/UCP/IR/LayoutUses.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 
 namespace ucp {
@@ -26,16 +28,15 @@ struct UCPVerifyPass : public ucp::impl::UCPVerifyPassBase<UCPVerifyPass> {
 } // namespace
 
 void UCPVerifyPass::runOnOperation() {
+  // The layouts' uses of the params, every symbol table indexed once.
+  SymbolTableCollection tables;
+  if (failed(verifyLayoutUses(getOperation(), tables)))
+    return signalPassFailure();
   // Every param is verified (in parallel); the first failing one reports.
-  bool failedOnce = false;
   for (auto [param, verification] :
        getMapVerifications(getAnalysisManager(), getOperation()))
-    if (failed(verification->emitViolations(param))) {
-      failedOnce = true;
-      break;
-    }
+    if (failed(verification->emitViolations(param)))
+      return signalPassFailure();
   // Nothing changed, and the analyses are what later passes need.
   markAllAnalysesPreserved();
-  if (failedOnce)
-    signalPassFailure();
 }

@@ -5,21 +5,14 @@
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
-#include "mlir/IR/Value.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "ucp/Dialect/UCP/IR/UCPAttrs.h.inc"
 
 namespace ucp {
 
-class ParamOp;
-
 /// The name of the discardable attribute that carries a layout.
 inline constexpr llvm::StringLiteral kLayoutAttrName = "ucp.layout";
-
-/// The ucp.param a value is annotated with (`ucp.layout` on its defining op
-/// or on its block argument's function), or null.
-ParamOp getLayoutParam(mlir::Value value);
 
 } // namespace ucp
 

@@ -20,9 +20,10 @@ def UCP_LayoutAttr : AttrDef<UCP_Dialect, "Layout"> {
     the discardable attribute `ucp.layout` to an op with one result (its
     result), to a global with a `type` (its type) or to a function argument
     (`{ucp.layout = ...}` in the signature), the value must be a statically
-    shaped tensor or memref of the parameter's logical shape, and the
-    symbol must name a `ucp.param` of the nearest symbol table; both are
-    checked by the dialect's attribute verifiers.
+    shaped tensor or memref (checked by the dialect's attribute verifiers)
+    of the parameter's logical shape, and the symbol must name a
+    `ucp.param` of the nearest symbol table: uses of symbols, checked by
+    `--ucp-verify` for every annotation at once.
 
     ```mlir
     ucp.param @w shape [4, 2] world 2 { ... }

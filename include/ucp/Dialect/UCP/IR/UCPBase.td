@@ -40,8 +40,8 @@ def UCP_Dialect : Dialect {
     single op can check is checked by its verifier.
 
     Values of other dialects say how they are sharded with the discardable
-    attribute `ucp.layout = #ucp.layout<@param>`, checked where it is
-    attached (an op's result, a global's type, a function argument).
+    attribute `ucp.layout = #ucp.layout<@param>` on an op's result, a
+    global's type or a function argument.
   }];
   let useDefaultAttributePrinterParser = 1;
   let hasOperationAttrVerify = 1;

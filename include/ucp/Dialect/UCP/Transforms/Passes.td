@@ -6,7 +6,7 @@
 include "mlir/Pass/PassBase.td"
 
 def UCPVerifyPass : Pass<"ucp-verify"> {
-  let summary = "Check coverage (P1), homogeneity (P5) and shard tiling of every parameter map";
+  let summary = "Check coverage (P1), homogeneity (P5) and shard tiling of every parameter map, and the params layouts name";
   let description = [{
     Runs the whole-map analyses of `ucp/Analysis/MapVerifier.h` on every
     `ucp.param` nested anywhere in the op it runs on (a module, a nested
@@ -18,6 +18,11 @@ def UCPVerifyPass : Pass<"ucp-verify"> {
       ranks whose pieces hold the element;
     * **shard tiling**: every element of every shard is written by exactly
       one piece.
+
+    First it checks every `ucp.layout` in the op: the symbol names a
+    `ucp.param` of the nearest symbol table, of the annotated value's
+    shape (uses of symbols, which no op verifier looks up; each symbol
+    table is indexed once, so the cost is linear in the annotations).
 
     The cost depends on the number of pieces, never on the number of
     elements: pieces are decomposed into boxes of F (or of the shard) and the
