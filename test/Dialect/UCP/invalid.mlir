@@ -281,3 +281,37 @@ ucp.param @w shape [4] world 1 {
   ^bb0(%a: i32):
   }) : () -> ()
 }
+
+// -----
+
+// No elements, so the count fits, but the outer stride (2^64) does not.
+// expected-error@+1 {{logical shape [0, 4611686018427387904, 4] has row-major strides beyond int64}}
+ucp.param @w shape [0, 4611686018427387904, 4] world 1 {
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  // expected-error@+1 {{shard shape [0, 4611686018427387904, 4] has row-major strides beyond int64}}
+  ucp.shard rank 0 shape [0, 4611686018427387904, 4] {
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{scale must be finite and non-zero, got nan}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0] scale 0x7FF8000000000000
+  }
+}
+
+// -----
+
+// The smallest subnormal: finite and non-zero, but 1/scale overflows.
+ucp.param @w shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{has no finite inverse, so no shard could be rebuilt}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [0] scale 0x0000000000000001
+  }
+}

@@ -3,7 +3,7 @@
 
 // CHECK-LABEL: ucp.param @row_split shape [10, 8] world 4 {
 // CHECK-NEXT:    ucp.shard rank 0 shape [3, 8] {
-// CHECK-NEXT:      ucp.piece [3, 8] src 0 [8, 1] dst 0 [8, 1] on [0]
+// CHECK-NEXT:      ucp.piece [3, 8] src 0 [8, 1] dst 0 [8, 1] on [0]{{$}}
 // CHECK-NEXT:    }
 // CHECK:         ucp.shard rank 3 shape [2, 8] {
 // CHECK-NEXT:      ucp.piece [2, 8] src 64 [8, 1] dst 0 [8, 1] on [3]
@@ -36,10 +36,21 @@ ucp.param @"model.layers.0.self_attn.o_proj.weight" shape [8, 32] world 2 {
   }
 }
 
-// A scale other than 1 is printed; scale 1 is elided.
+// A scale other than 1 is printed; scale 1, written or not, is elided (the
+// line ends after the locations).
+// CHECK-LABEL: ucp.param @unscaled shape [4] world 1 {
+// CHECK-NEXT:    ucp.shard rank 0 shape [4] {
+// CHECK-NEXT:      ucp.piece [2] src 0 [1] dst 0 [1] on [0]{{$}}
+// CHECK-NEXT:      ucp.piece [2] src 2 [1] dst 2 [1] on [0]{{$}}
+ucp.param @unscaled shape [4] world 1 {
+  ucp.shard rank 0 shape [4] {
+    ucp.piece [2] src 0 [1] dst 0 [1] on [0] scale 1.0
+    ucp.piece [2] src 2 [1] dst 2 [1] on [0]
+  }
+}
+
 // CHECK-LABEL: ucp.param @scaled_bias shape [4] world 2 {
-// CHECK:         ucp.piece [4] src 0 [1] dst 0 [1] on [0, 1] scale 5.000000e-01
-// CHECK-NOT:     scale 1
+// CHECK:         ucp.piece [4] src 0 [1] dst 0 [1] on [0, 1] scale 5.000000e-01{{$}}
 ucp.param @scaled_bias shape [4] world 2 {
   ucp.shard rank 0 shape [4] {
     ucp.piece [4] src 0 [1] dst 0 [1] on [0, 1] scale 0.5

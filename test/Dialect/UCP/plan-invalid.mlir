@@ -149,3 +149,15 @@ ucp.plan @p source_world 1 target_world 1 {
   ^bb0(%a: i32):
   }) : () -> ()
 }
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [0]
+  // expected-note@+1 {{first declared here}}
+  ucp.target_shard rank 0 shape [0] {
+  }
+  // expected-error@+1 {{rank 0 is declared twice}}
+  ucp.target_shard rank 0 shape [0] {
+  }
+}
