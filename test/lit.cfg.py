@@ -61,6 +61,9 @@ if not config.ucp_sanitize:
     config.substitutions.append(("%cmake", config.cmake_command))
     config.substitutions.append(("%cxx", config.cxx_compiler))
     config.substitutions.append(("%cc", config.c_compiler))
+    config.substitutions.append(
+        ("%mlir_includes",
+         " ".join("-I" + d for d in config.mlir_include_dirs)))
 
 # The Python package of this build (not in the sanitizer build), and MLIR's
 # CPU runner with its support libraries.

@@ -2,13 +2,18 @@
 |*                                                                            *|
 |* Registers and loads the dialect through its handle, parses a module of     *|
 |* parameter maps, runs --ucp-canonicalize and --ucp-verify through a pass    *|
-|* manager built by hand and by a pipeline parsed by name, and prints the     *|
-|* results and diagnostics for FileCheck (test/CAPI/capi.test).               *|
+|* manager built by hand and by a pipeline parsed by name, then every other   *|
+|* pass (import-mesh; compose into the map file argv[1], lower-copies,        *|
+|* plans-to-memref) and the layout attribute's functions, and prints the      *|
+|* results and diagnostics for FileCheck (test/CAPI/capi.test, linked with    *|
+|* the static library; test/CAPI/capi-shared.test, with libUCPCAPI.so of an   *|
+|* installed tree).                                                           *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
 #include "ucp-c/UCP.h"
 
+#include "mlir-c/BuiltinAttributes.h"
 #include "mlir-c/Diagnostics.h"
 #include "mlir-c/IR.h"
 #include "mlir-c/Pass.h"
@@ -50,6 +55,14 @@ static const char *kUncovered =
     "  }\n"
     "}\n";
 
+/* A tensor sharded with MLIR's mesh dialect. */
+static const char *kMesh =
+    "mesh.mesh @mesh0(shape = 2)\n"
+    "func.func @step(%w: tensor<4x2xf32>) -> tensor<4x2xf32> {\n"
+    "  %0 = mesh.shard %w to <@mesh0, [[0]]> : tensor<4x2xf32>\n"
+    "  return %0 : tensor<4x2xf32>\n"
+    "}\n";
+
 static int run(MlirContext context, const char *text, MlirPassManager pm,
                const char *what) {
   MlirModule module =
@@ -68,7 +81,7 @@ static int run(MlirContext context, const char *text, MlirPassManager pm,
   return 0;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   MlirContext context = mlirContextCreate();
   MlirDialectHandle ucp = mlirGetDialectHandle__ucp__();
   mlirDialectHandleRegisterDialect(ucp, context);
@@ -96,6 +109,37 @@ int main(void) {
          mlirLogicalResultIsSuccess(parsed) ? "yes" : "no");
   failed |= run(context, kSplit, byName, "by name");
   mlirPassManagerDestroy(byName);
+
+  /* Every other pass, on the dialects they read and write. */
+  MlirDialectRegistry registry = mlirDialectRegistryCreate();
+  mlirRegisterUCPDialects(registry);
+  mlirContextAppendDialectRegistry(context, registry);
+  mlirDialectRegistryDestroy(registry);
+  MlirPassManager mesh = mlirPassManagerCreate(context);
+  mlirPassManagerAddOwnedPass(mesh, mlirCreateUCPImportMeshPass());
+  mlirPassManagerAddOwnedPass(mesh, mlirCreateUCPVerifyPass());
+  failed |= run(context, kMesh, mesh, "import-mesh+verify");
+  mlirPassManagerDestroy(mesh);
+  if (argc > 1) {
+    MlirPassManager lower = mlirPassManagerCreate(context);
+    mlirPassManagerAddOwnedPass(
+        lower, mlirCreateUCPComposePass(mlirStringRefCreateFromCString(argv[1])));
+    mlirPassManagerAddOwnedPass(lower, mlirCreateUCPLowerCopiesPass());
+    mlirPassManagerAddOwnedPass(lower, mlirCreateUCPPlansToMemrefPass());
+    failed |= run(context, kSplit, lower, "compose+lower-copies+plans-to-memref");
+    mlirPassManagerDestroy(lower);
+  }
+
+  /* The layout attribute. */
+  MlirAttribute layout =
+      mlirUCPLayoutAttrGet(context, mlirStringRefCreateFromCString("w"));
+  MlirStringRef name = mlirUCPLayoutAttrGetName();
+  MlirStringRef param = mlirUCPLayoutAttrGetParam(layout);
+  printf("\nlayout %.*s: ", (int)name.length, name.data);
+  mlirAttributePrint(layout, printText, NULL);
+  printf(" is a layout: %d, names %.*s; a unit attribute is one: %d\n",
+         mlirAttributeIsAUCPLayout(layout), (int)param.length, param.data,
+         mlirAttributeIsAUCPLayout(mlirUnitAttrGet(context)));
   mlirContextDestroy(context);
   return failed;
 }

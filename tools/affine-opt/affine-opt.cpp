@@ -8,20 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/OutputFile.h"
 
-#include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Mesh/IR/MeshDialect.h"
-#include "mlir/Dialect/Mesh/IR/MeshOps.h"
-#include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 #include "mlir/Transforms/Passes.h"
@@ -94,13 +86,7 @@ int main(int argc, char **argv) {
   // leave --help; MLIR's and ours are registered after this.
   llvm::cl::HideUnrelatedOptions({});
   DialectRegistry registry;
-  registry.insert<ucp::UCPDialect>();
-  // Dialects whose values a layout annotates, MLIR's mesh dialect
-  // (--ucp-import-mesh) and every dialect our passes produce
-  // (--ucp-plans-to-memref writes func, memref, arith and scf), so that
-  // affine-opt reads what it writes.
-  registry.insert<func::FuncDialect, arith::ArithDialect, tensor::TensorDialect,
-                  memref::MemRefDialect, scf::SCFDialect, mesh::MeshDialect>();
+  ucp::registerUCPDialects(registry);
   ucp::registerUCPPasses();
   ucp::registerUCPPipelines();
   ucp::registerMapFileReader();
