@@ -134,7 +134,9 @@ struct PlanTilingError {
   /// "target rank R: element [..] of its shard is written by ...", the
   /// writes named as the caller's `nameWrite` names them.
   std::string message;
-  /// For an element written twice: the later write and the earlier one.
+  /// The write at fault (the later of two writes of one element, a write
+  /// too irregular to check, or one into a rank with no shard), if any,
+  /// and for an element written twice the earlier write.
   std::optional<PlanWrite> write, other;
 };
 

@@ -161,3 +161,15 @@ ucp.plan @p source_world 1 target_world 1 {
   ucp.target_shard rank 0 shape [0] {
   }
 }
+
+// -----
+
+// Every other element of the target: one box per element, more than the
+// tiling check decomposes.
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [1048577]
+  ucp.target_shard rank 0 shape [2097154] {
+    // expected-error@+1 {{target rank 0: copy #0 is too irregular to check (its view needs more than 1048576 boxes)}}
+    ucp.copy [1048577] from 0 at 0 [1] to 0 [2]
+  }
+}
