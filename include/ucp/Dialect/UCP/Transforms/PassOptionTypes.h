@@ -26,6 +26,7 @@ namespace ucp {
 template <int64_t Lo, int64_t Hi>
 struct BoundedInt {
   static_assert(Lo <= Hi, "an empty range");
+  /// llvm::cl needs a default; each option gives its own with cl::init.
   int64_t value = Lo;
 
   BoundedInt() = default;
