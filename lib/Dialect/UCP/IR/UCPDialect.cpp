@@ -63,5 +63,6 @@ LogicalResult UCPDialect::verifyRegionArgAttribute(Operation *op,
   if (!type)
     return op->emitError() << "'" << kLayoutAttrName << "' on argument #"
                            << argument << ", which the op does not have";
-  return verifyLayoutLocally(op, attr.getValue(), type, "argument #" + Twine(argument));
+  return verifyLayoutLocally(op, attr.getValue(), type,
+                             "argument #" + Twine(argument));
 }

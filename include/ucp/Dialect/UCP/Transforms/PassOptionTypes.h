@@ -43,17 +43,21 @@ using RanksPerNode = BoundedInt<1, int64_t(1) << 20>;
 /// scale-power: 1 for a parameter, -1 and -2 for Adam's moments.
 using ScalePower = BoundedInt<-2, 1>;
 
-/// The replica policies as llvm::cl choices, named as
-/// parseReplicaPolicyKind reads them.
-inline auto getReplicaPolicyValues() {
-  return llvm::cl::values(
-      clEnumValN(ReplicaPolicy::Lowest, "lowest", "the lowest holder"),
-      clEnumValN(ReplicaPolicy::Local, "local",
-                 "the target rank itself if it holds the data, else lowest"),
-      clEnumValN(ReplicaPolicy::Node, "node",
-                 "local, else a holder on the target's node, else lowest"),
-      clEnumValN(ReplicaPolicy::Balance, "balance",
-                 "the holder that has sent the fewest elements"));
+/// The replica policies as llvm::cl choices, under the names
+/// getReplicaPolicyName gives them (the one table of those names).
+inline llvm::cl::ValuesClass getReplicaPolicyValues() {
+  auto choice = [](ReplicaPolicy::Kind kind, llvm::StringRef description) {
+    return llvm::cl::OptionEnumValue{getReplicaPolicyName(kind), kind,
+                                     description};
+  };
+  return llvm::cl::ValuesClass(
+      {choice(ReplicaPolicy::Lowest, "the lowest holder"),
+       choice(ReplicaPolicy::Local,
+              "the target rank itself if it holds the data, else lowest"),
+       choice(ReplicaPolicy::Node,
+              "local, else a holder on the target's node, else lowest"),
+       choice(ReplicaPolicy::Balance,
+              "the holder that has sent the fewest elements")});
 }
 
 /// The element types --ucp-plans-to-memref lowers, as llvm::cl choices.
