@@ -1,6 +1,6 @@
 // RUN: affine-opt %s -split-input-file -verify-diagnostics
 
-// expected-error@+1 {{world size must be positive, got 0}}
+// expected-error@+1 {{attribute 'world_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
 ucp.param @w shape [4] world 0 {
 }
 
@@ -12,7 +12,7 @@ ucp.param @w shape [4] world 1048577 {
 
 // -----
 
-// expected-error@+1 {{logical extent -4 in dimension 1 must be non-negative}}
+// expected-error@+1 {{attribute 'logical_shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
 ucp.param @w shape [2, -4] world 1 {
 }
 
@@ -33,7 +33,7 @@ ucp.param @w shape [4] world 2 {
 // -----
 
 ucp.param @w shape [4] world 2 {
-  // expected-error@+1 {{shard extent -1 in dimension 0 must be non-negative}}
+  // expected-error@+1 {{attribute 'shard_shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
   ucp.shard rank 0 shape [-1] {
   }
 }
@@ -86,7 +86,7 @@ ucp.param @w shape [4] world 1 {
 
 ucp.param @w shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{extent -4 in dimension 0 must be non-negative}}
+    // expected-error@+1 {{attribute 'shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
     ucp.piece [-4] src 0 [1] dst 0 [1] on [0]
   }
 }
@@ -95,7 +95,7 @@ ucp.param @w shape [4] world 1 {
 
 ucp.param @w shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{source stride -1 in dimension 0 must be non-negative}}
+    // expected-error@+1 {{attribute 'src_strides' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
     ucp.piece [4] src 3 [-1] dst 0 [1] on [0]
   }
 }
@@ -104,7 +104,7 @@ ucp.param @w shape [4] world 1 {
 
 ucp.param @w shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{dest stride -1 in dimension 0 must be non-negative}}
+    // expected-error@+1 {{attribute 'dst_strides' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
     ucp.piece [4] src 0 [1] dst 3 [-1] on [0]
   }
 }
@@ -113,7 +113,7 @@ ucp.param @w shape [4] world 1 {
 
 ucp.param @w shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{source offset -1 must be non-negative}}
+    // expected-error@+1 {{attribute 'src_offset' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
     ucp.piece [1] src -1 [1] dst 0 [1] on [0]
   }
 }
@@ -122,7 +122,7 @@ ucp.param @w shape [4] world 1 {
 
 ucp.param @w shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{dest offset -1 must be non-negative}}
+    // expected-error@+1 {{attribute 'dst_offset' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
     ucp.piece [1] src 0 [1] dst -1 [1] on [0]
   }
 }
@@ -176,7 +176,7 @@ ucp.param @w shape [4] world 2 {
 
 ucp.param @w shape [4] world 2 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{locations [1, 0] must be sorted and unique}}
+    // expected-error@+1 {{attribute 'locations' failed to satisfy constraint: i64 dense array attribute whose value is non-negative should be in increasing order}}
     ucp.piece [4] src 0 [1] dst 0 [1] on [1, 0]
   }
 }
@@ -185,7 +185,7 @@ ucp.param @w shape [4] world 2 {
 
 ucp.param @w shape [4] world 2 {
   ucp.shard rank 0 shape [4] {
-    // expected-error@+1 {{locations [0, 0] must be sorted and unique}}
+    // expected-error@+1 {{attribute 'locations' failed to satisfy constraint: i64 dense array attribute whose value is non-negative should be in increasing order}}
     ucp.piece [4] src 0 [1] dst 0 [1] on [0, 0]
   }
 }
@@ -313,5 +313,28 @@ ucp.param @w shape [4] world 1 {
   ucp.shard rank 0 shape [4] {
     // expected-error@+1 {{has no finite inverse, so no shard could be rebuilt}}
     ucp.piece [4] src 0 [1] dst 0 [1] on [0] scale 0x0000000000000001
+  }
+}
+
+// -----
+
+// expected-error@+1 {{attribute 'original_vocab_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+ucp.param @w shape [16, 2] world 1 vocab -1 {
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  // expected-error@+1 {{attribute 'rank' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  ucp.shard rank -1 shape [4] {
+  }
+}
+
+// -----
+
+ucp.param @w shape [4] world 2 {
+  ucp.shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'locations' failed to satisfy constraint: i64 dense array attribute whose value is non-negative should be in increasing order}}
+    ucp.piece [4] src 0 [1] dst 0 [1] on [-1, 0]
   }
 }

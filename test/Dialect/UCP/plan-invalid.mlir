@@ -1,6 +1,6 @@
 // RUN: affine-opt %s -split-input-file -verify-diagnostics
 
-// expected-error@+1 {{source world size must be positive, got 0}}
+// expected-error@+1 {{attribute 'source_world' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
 ucp.plan @p source_world 0 target_world 1 {
 }
 
@@ -172,4 +172,40 @@ ucp.plan @p source_world 1 target_world 1 {
     // expected-error@+1 {{target rank 0: copy #0 is too irregular to check (its view needs more than 1048576 boxes)}}
     ucp.copy [1048577] from 0 at 0 [1] to 0 [2]
   }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  // expected-error@+1 {{attribute 'rank' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  ucp.target_shard rank -1 shape [4] {
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'source_rank' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+    ucp.copy [4] from -1 at 0 [1] to 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'dst_strides' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
+    ucp.fill [4] at 3 [-1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  // expected-error@+1 {{attribute 'shard_shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
+  ucp.source_shard rank 0 shape [-4]
 }

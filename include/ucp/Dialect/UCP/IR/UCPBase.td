@@ -48,6 +48,26 @@ def UCP_Dialect : Dialect {
   let hasRegionArgAttrVerify = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// Attribute constraints: the invariants a single attribute states
+//===----------------------------------------------------------------------===//
+
+// Declared here so that the generated docs state them and no verifier
+// repeats them. Range checks that relate two attributes (a rank inside its
+// param's world, a view inside its buffer) stay in the op verifiers.
+
+/// A count of ranks: at least 1.
+def UCP_WorldSizeAttr : ConfinedAttr<I64Attr, [IntPositive]>;
+/// A rank, an element offset or a row count: at least 0.
+def UCP_IndexAttr : ConfinedAttr<I64Attr, [IntNonNegative]>;
+/// Extents or strides in elements (a stride of 0 repeats an element).
+def UCP_ExtentsAttr : ConfinedAttr<DenseI64ArrayAttr,
+    [DenseArrayNonNegative<DenseI64ArrayAttr>]>;
+/// The ranks holding one block: non-negative, strictly increasing.
+def UCP_RankSetAttr : ConfinedAttr<DenseI64ArrayAttr,
+    [DenseArrayNonNegative<DenseI64ArrayAttr>,
+     DenseArrayStrictlySorted<DenseI64ArrayAttr>]>;
+
 class UCP_Op<string mnemonic, list<Trait> traits = []>
     : Op<UCP_Dialect, mnemonic, traits>;
 

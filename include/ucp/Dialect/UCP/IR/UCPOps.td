@@ -42,9 +42,9 @@ def UCP_ParamOp : UCP_Op<"param", [
 
   let arguments = (ins
     SymbolNameAttr:$sym_name,
-    DenseI64ArrayAttr:$logical_shape,
-    I64Attr:$world_size,
-    OptionalAttr<I64Attr>:$original_vocab_size
+    UCP_ExtentsAttr:$logical_shape,
+    UCP_WorldSizeAttr:$world_size,
+    OptionalAttr<UCP_IndexAttr>:$original_vocab_size
   );
   let regions = (region SizedRegion<1>:$body);
 
@@ -86,8 +86,8 @@ def UCP_ShardOp : UCP_Op<"shard", [
   }];
 
   let arguments = (ins
-    I64Attr:$rank,
-    DenseI64ArrayAttr:$shard_shape
+    UCP_IndexAttr:$rank,
+    UCP_ExtentsAttr:$shard_shape
   );
   let regions = (region SizedRegion<1>:$body);
 
@@ -133,12 +133,12 @@ def UCP_PieceOp : UCP_Op<"piece", [HasParent<"ShardOp">]> {
   }];
 
   let arguments = (ins
-    DenseI64ArrayAttr:$shape,
-    I64Attr:$src_offset,
-    DenseI64ArrayAttr:$src_strides,
-    I64Attr:$dst_offset,
-    DenseI64ArrayAttr:$dst_strides,
-    DenseI64ArrayAttr:$locations,
+    UCP_ExtentsAttr:$shape,
+    UCP_IndexAttr:$src_offset,
+    UCP_ExtentsAttr:$src_strides,
+    UCP_IndexAttr:$dst_offset,
+    UCP_ExtentsAttr:$dst_strides,
+    UCP_RankSetAttr:$locations,
     DefaultValuedAttr<F64Attr, "1.0">:$scale
   );
 
@@ -181,8 +181,8 @@ def UCP_PlanOp : UCP_Op<"plan", [
   }];
   let arguments = (ins
     SymbolNameAttr:$sym_name,
-    I64Attr:$source_world,
-    I64Attr:$target_world
+    UCP_WorldSizeAttr:$source_world,
+    UCP_WorldSizeAttr:$target_world
   );
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
@@ -205,7 +205,7 @@ def UCP_SourceShardOp : UCP_Op<"source_shard", [HasParent<"PlanOp">]> {
     Declares that source rank `rank` holds a shard of `shape` (row-major,
     starting at its first element), which copies may read.
   }];
-  let arguments = (ins I64Attr:$rank, DenseI64ArrayAttr:$shard_shape);
+  let arguments = (ins UCP_IndexAttr:$rank, UCP_ExtentsAttr:$shard_shape);
   let assemblyFormat = "`rank` $rank `shape` $shard_shape attr-dict";
   let hasVerifier = 1;
 }
@@ -218,7 +218,7 @@ def UCP_TargetShardOp : UCP_Op<"target_shard", [
     ops that write it. Together they write every element exactly once (the
     plan's region verifier checks it for all its target shards at once).
   }];
-  let arguments = (ins I64Attr:$rank, DenseI64ArrayAttr:$shard_shape);
+  let arguments = (ins UCP_IndexAttr:$rank, UCP_ExtentsAttr:$shard_shape);
   let regions = (region SizedRegion<1>:$body);
   let assemblyFormat = [{
     `rank` $rank `shape` $shard_shape attr-dict-with-keyword $body
@@ -239,12 +239,12 @@ def UCP_CopyOp : UCP_Op<"copy", [HasParent<"TargetShardOp">]> {
     ```
   }];
   let arguments = (ins
-    DenseI64ArrayAttr:$shape,
-    I64Attr:$source_rank,
-    I64Attr:$src_offset,
-    DenseI64ArrayAttr:$src_strides,
-    I64Attr:$dst_offset,
-    DenseI64ArrayAttr:$dst_strides,
+    UCP_ExtentsAttr:$shape,
+    UCP_IndexAttr:$source_rank,
+    UCP_IndexAttr:$src_offset,
+    UCP_ExtentsAttr:$src_strides,
+    UCP_IndexAttr:$dst_offset,
+    UCP_ExtentsAttr:$dst_strides,
     DefaultValuedAttr<F64Attr, "1.0">:$scale
   );
   let assemblyFormat = [{
@@ -266,9 +266,9 @@ def UCP_FillOp : UCP_Op<"fill", [HasParent<"TargetShardOp">]> {
     ```
   }];
   let arguments = (ins
-    DenseI64ArrayAttr:$shape,
-    I64Attr:$dst_offset,
-    DenseI64ArrayAttr:$dst_strides
+    UCP_ExtentsAttr:$shape,
+    UCP_IndexAttr:$dst_offset,
+    UCP_ExtentsAttr:$dst_strides
   );
   let assemblyFormat = "$shape `at` $dst_offset $dst_strides attr-dict";
   let hasVerifier = 1;
