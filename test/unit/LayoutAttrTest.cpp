@@ -21,9 +21,11 @@ ucp.param @w shape [4] world 1 {
     ucp.piece [4] src 0 [1] dst 0 [1] on [0]
   }
 }
-func.func @f(%a: tensor<4xf32> {ucp.layout = #ucp.layout<@w>}, %b: tensor<4xf32>) {
+func.func @f(%a: tensor<4xf32> {ucp.layout = #ucp.layout<@w>}, %b: tensor<4xf32>,
+             %e: tensor<4xf32, #ucp.layout<@w>>) {
   %c = arith.constant {ucp.layout = #ucp.layout<@w>} dense<1.0> : tensor<4xf32>
   %d = arith.constant dense<2.0> : tensor<4xf32>
+  %s = arith.addf %e, %e : tensor<4xf32, #ucp.layout<@w>>
   return
 }
 )mlir";
@@ -46,6 +48,12 @@ TEST(LayoutAttr, ValuesFindTheirParameter) {
   ASSERT_EQ(constants.size(), 2u);
   EXPECT_EQ(ucp::getLayoutParam(constants[0], tables), a);
   EXPECT_FALSE(ucp::getLayoutParam(constants[1], tables));
+  // A layout the type carries as its encoding, on an argument and a result.
+  EXPECT_EQ(ucp::getLayoutParam(f.getArgument(2), tables), a);
+  arith::AddFOp sum;
+  f.walk([&](arith::AddFOp op) { sum = op; });
+  ASSERT_TRUE(sum);
+  EXPECT_EQ(ucp::getLayoutParam(sum.getResult(), tables), a);
 }
 
 } // namespace

@@ -5,7 +5,8 @@
 // annotated value (an op's one result, a global's `type`, a function
 // argument) is a statically shaped tensor or memref. The parameter it names
 // is another op, checked with every use of the symbol table at once
-// (LayoutUses.cpp).
+// (LayoutUses.cpp). As a tensor encoding, the layout asks only for a
+// static shape.
 //
 //===----------------------------------------------------------------------===//
 
@@ -65,4 +66,13 @@ LogicalResult UCPDialect::verifyRegionArgAttribute(Operation *op,
                            << argument << ", which the op does not have";
   return verifyLayoutLocally(op, attr.getValue(), type,
                              "argument #" + Twine(argument));
+}
+
+LogicalResult LayoutAttr::verifyEncoding(
+    ArrayRef<int64_t> shape, Type elementType,
+    function_ref<InFlightDiagnostic()> emitError) const {
+  if (ShapedType::isDynamicShape(shape))
+    return emitError() << "a #ucp.layout encoding needs a statically shaped "
+                          "tensor: its parameter's logical shape is static";
+  return success();
 }

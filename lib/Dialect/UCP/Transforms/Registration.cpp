@@ -4,6 +4,7 @@
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/Extensions/InlinerExtension.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Mesh/IR/MeshDialect.h"
@@ -16,4 +17,6 @@ void ucp::registerUCPDialects(mlir::DialectRegistry &registry) {
   registry.insert<UCPDialect, func::FuncDialect, arith::ArithDialect,
                   tensor::TensorDialect, memref::MemRefDialect,
                   scf::SCFDialect, mesh::MeshDialect>();
+  // Calls inline (--inline) only where func's inliner interface is known.
+  func::registerInlinerExtension(registry);
 }

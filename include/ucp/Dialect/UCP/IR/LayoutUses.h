@@ -21,7 +21,11 @@
 
 namespace ucp {
 
+class LayoutAttr;
 class ParamOp;
+
+/// The `#ucp.layout` a ranked tensor type carries as its encoding, or null.
+LayoutAttr getLayoutEncoding(mlir::Type type);
 
 /// The type a `ucp.layout` on `op` annotates: its one result's, or the
 /// `type` of a global; null when it has neither.
@@ -41,15 +45,17 @@ mlir::LogicalResult verifyLayoutLocally(mlir::Operation *anchor,
                                         mlir::Type type,
                                         const llvm::Twine &what);
 
-/// Checks every `ucp.layout` on `root` and the ops nested in it: the symbol
-/// names a ucp.param of the nearest symbol table, whose logical shape is
-/// the annotated value's. Emits an error at each annotation at fault and
+/// Checks every layout on `root` and the ops nested in it, as a
+/// discardable `ucp.layout` or as the encoding of a value's tensor type:
+/// the symbol names a ucp.param of the nearest symbol table, whose logical
+/// shape is the value's, and a value with both names one parameter. Emits an error at each annotation at fault and
 /// fails if there was any. Linear in the ops and symbols.
 mlir::LogicalResult verifyLayoutUses(mlir::Operation *root,
                                      mlir::SymbolTableCollection &tables);
 
-/// The ucp.param `value` is annotated with (`ucp.layout` on its defining op
-/// or on its block argument's function), or null. Looked up through
+/// The ucp.param `value` is laid out by (the encoding of its type, else a
+/// `ucp.layout` on its defining op or on its block argument's function),
+/// or null. Looked up through
 /// `tables`, so that looking up many values indexes each table once.
 ParamOp getLayoutParam(mlir::Value value, mlir::SymbolTableCollection &tables);
 

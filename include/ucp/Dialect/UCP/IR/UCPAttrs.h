@@ -5,6 +5,7 @@
 
 #include "mlir/IR/Attributes.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/TensorEncoding.h"
 
 #define GET_ATTRDEF_CLASSES
 #include "ucp/Dialect/UCP/IR/UCPAttrs.h.inc"

@@ -10,8 +10,10 @@
 include "ucp/Dialect/UCP/IR/UCPBase.td"
 include "mlir/IR/AttrTypeBase.td"
 include "mlir/IR/BuiltinAttributes.td"
+include "mlir/IR/TensorEncoding.td"
 
-def UCP_LayoutAttr : AttrDef<UCP_Dialect, "Layout"> {
+def UCP_LayoutAttr : AttrDef<UCP_Dialect, "Layout", [
+    DeclareAttrInterfaceMethods<VerifiableTensorEncoding>]> {
   let mnemonic = "layout";
   let summary = "the ucp.param map a value of another dialect is sharded by";
   let description = [{
@@ -29,6 +31,22 @@ def UCP_LayoutAttr : AttrDef<UCP_Dialect, "Layout"> {
     ucp.param @w shape [4, 2] world 2 { ... }
     func.func @step(%w: tensor<4x2xf32> {ucp.layout = #ucp.layout<@w>}) {
       return
+    }
+    ```
+
+    The same attribute is also a tensor encoding,
+    `tensor<4x2xf32, #ucp.layout<@w>>`: part of the value's type, so that
+    every rewrite that keeps types keeps it (`--canonicalize`, `--cse` and
+    `--inline` among them), where a discardable attribute is lost whenever
+    its op is replaced, folded or inlined. The encoding is checked the same
+    way: a static shape where the tensor type is built, the parameter and
+    its shape by `--ucp-verify`.
+
+    ```mlir
+    func.func @step(%w: tensor<4x2xf32, #ucp.layout<@w>>)
+        -> tensor<4x2xf32, #ucp.layout<@w>> {
+      %0 = arith.addf %w, %w : tensor<4x2xf32, #ucp.layout<@w>>
+      return %0 : tensor<4x2xf32, #ucp.layout<@w>>
     }
     ```
   }];
