@@ -37,8 +37,8 @@ func.func @step(%w: tensor<4x6xf32>, %b: tensor<6xf32>) -> tensor<4x6xf32> {
 
 // -----
 
-// A name already taken is made unique.
-// CHECK-LABEL: ucp.param @f_shard0_0 shape [8] world 3 {
+// A name already taken is skipped.
+// CHECK-LABEL: ucp.param @f_shard1 shape [8] world 3 {
 // CHECK: ucp.shard rank 2 shape [8] {
 // CHECK-NEXT: ucp.piece [8] src 0 [1] dst 0 [1] on [0, 1, 2]
 mesh.mesh @line(shape = 3)
@@ -99,14 +99,17 @@ func.func @out_of_range(%w: tensor<4x6xf32>) {
 
 // A shard in a nested module: its param goes into that module, the symbol
 // table its layout is looked up in; the outer module's shard gets its own.
+// Each param comes just before the function whose shard it describes.
 // CHECK-LABEL: module {
-// CHECK:         ucp.param @outer_shard0 shape [4, 6] world 2
 // CHECK:         mesh.mesh @mesh0
 // CHECK:         module @inner {
-// CHECK-NEXT:      ucp.param @inner_shard0 shape [4, 6] world 4
 // CHECK:           mesh.mesh @mesh1
+// CHECK-NEXT:      ucp.param @inner_shard0 shape [4, 6] world 4
+// CHECK:           func.func @inner
 // CHECK:           mesh.shard {{.*}} {ucp.layout = #ucp.layout<@inner_shard0>}
-// CHECK:         mesh.shard {{.*}} {ucp.layout = #ucp.layout<@outer_shard0>}
+// CHECK:         ucp.param @outer_shard0 shape [4, 6] world 2
+// CHECK:         func.func @outer
+// CHECK-NEXT:      mesh.shard {{.*}} {ucp.layout = #ucp.layout<@outer_shard0>}
 mesh.mesh @mesh0(shape = 2)
 module @inner {
   mesh.mesh @mesh1(shape = 4)

@@ -211,8 +211,9 @@ def UCPImportMeshPass : Pass<"ucp-import-mesh", "::mlir::ModuleOp"> {
     plans. A tensor dimension split along mesh axes `[x, y]` is cut into
     `size(x) * size(y)` equal blocks, `x` the outer; devices that differ only
     on the axes no dimension is split along hold the same block (its
-    locations). The param is named after the function and the shard's place
-    in it (`@step_shard0`).
+    locations). The param is named after the function, with the first index
+    no symbol has (`@step_shard0`), and placed in the symbol table nearest
+    the shard, before the function holding it.
 
     ```mlir
     mesh.mesh @mesh0(shape = 2x2)
@@ -234,6 +235,11 @@ def UCPImportMeshPass : Pass<"ucp-import-mesh", "::mlir::ModuleOp"> {
     holds a summand, not a view of F), dynamic tensor or mesh shapes, mesh
     axes out of range or used twice, and a dimension that does not split
     evenly (the mesh dialect's own requirement).
+
+    The pass is a driver over `ucp::populateMeshToUCPConversionPatterns`
+    (`ucp/Conversion/MeshToUCP/MeshToUCP.h`): every refusal reported, then
+    one partial conversion in which a `mesh.shard` is legal once it has a
+    layout. Another project runs the same pattern in its own conversion.
   }];
   let dependentDialects = ["::ucp::UCPDialect"];
 }
@@ -272,6 +278,11 @@ def UCPPlansToMemrefPass : Pass<"ucp-plans-to-memref", "::mlir::ModuleOp"> {
     ```
 
     A factor other than 1 needs a floating-point `element-type`.
+
+    The pass is a driver over `ucp::populateUCPToMemRefConversionPatterns`
+    (`ucp/Conversion/UCPToMemRef/UCPToMemRef.h`): every plan that cannot
+    be lowered reported, then one partial conversion in which `ucp.plan` is
+    illegal. Another project runs the same pattern in its own conversion.
   }];
   let options = [
     Option<"elementType", "element-type", "::ucp::DType",
