@@ -51,6 +51,10 @@ MLIR_CAPI_EXPORTED MlirPass mlirCreateUCPCanonicalizePass(void);
 /// file), replica policy `local`.
 MLIR_CAPI_EXPORTED MlirPass mlirCreateUCPComposePass(MlirStringRef targetPath);
 
+/// --ucp-extract: replaces every parameter map by the plan that extracts
+/// its shards from the full tensor.
+MLIR_CAPI_EXPORTED MlirPass mlirCreateUCPExtractPass(void);
+
 /// --ucp-lower-copies: lowers transfer plans to executable form (scale
 /// power 1).
 MLIR_CAPI_EXPORTED MlirPass mlirCreateUCPLowerCopiesPass(void);

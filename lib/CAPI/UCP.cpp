@@ -40,6 +40,10 @@ MlirPass mlirCreateUCPComposePass(MlirStringRef targetPath) {
   return wrap(ucp::createUCPComposePass(options).release());
 }
 
+MlirPass mlirCreateUCPExtractPass(void) {
+  return wrap(ucp::createUCPExtractPass().release());
+}
+
 MlirPass mlirCreateUCPLowerCopiesPass(void) {
   return wrap(ucp::createUCPLowerCopiesPass().release());
 }

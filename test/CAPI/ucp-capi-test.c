@@ -4,10 +4,10 @@
 |* parameter maps, runs --ucp-canonicalize and --ucp-verify through a pass    *|
 |* manager built by hand and by a pipeline parsed by name, then every other   *|
 |* pass (import-mesh; compose into the map file argv[1], lower-copies,        *|
-|* plans-to-memref) and the layout attribute's functions, and prints the      *|
-|* results and diagnostics for FileCheck (test/CAPI/capi.test, linked with    *|
-|* the static library; test/CAPI/capi-shared.test, with libUCPCAPI.so of an   *|
-|* installed tree).                                                           *|
+|* plans-to-memref; extract) and the layout attribute's functions, and prints *|
+|* the results and diagnostics for FileCheck (test/CAPI/capi.test, linked     *|
+|* with the static library; test/CAPI/capi-shared.test, with libUCPCAPI.so of *|
+|* an installed tree).                                                        *|
 |*                                                                            *|
 \*===----------------------------------------------------------------------===*/
 
@@ -129,6 +129,11 @@ int main(int argc, char **argv) {
     failed |= run(context, kSplit, lower, "compose+lower-copies+plans-to-memref");
     mlirPassManagerDestroy(lower);
   }
+  MlirPassManager extract = mlirPassManagerCreate(context);
+  mlirPassManagerAddOwnedPass(extract, mlirCreateUCPExtractPass());
+  mlirPassManagerAddOwnedPass(extract, mlirCreateUCPLowerCopiesPass());
+  failed |= run(context, kSplit, extract, "extract+lower-copies");
+  mlirPassManagerDestroy(extract);
 
   /* The layout attribute. */
   MlirAttribute layout =

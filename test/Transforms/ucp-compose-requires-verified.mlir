@@ -1,5 +1,5 @@
 // RUN: rm -rf %t && split-file %s %t
-// Compose and lower require verified maps: a hole in the source would
+// Compose and extract require verified maps: a hole in the source would
 // otherwise become a fill of zeros in place of real data. Each refusal
 // reports the violation as --ucp-verify does, and nothing is written.
 // RUN: not affine-opt %t/hole.mlir --ucp-compose=target=%t/full.mlir -o %t/plan.mlir 2>&1 | FileCheck %s --check-prefix=HOLE
@@ -9,7 +9,7 @@
 // TARGET: hole.mlir:1:1: error: parameter 'w': 2 elements of F are held by no piece (P1); the first is [2]
 // RUN: not affine-opt %t/disagree.mlir --ucp-compose=target=%t/full.mlir 2>&1 | FileCheck %s --check-prefix=P5
 // P5: error: parameter 'w': rank 0 piece #0 (locations [0]) and rank 1 piece #0 (locations [1]) share 4 elements of F but declare different locations (P5)
-// RUN: not affine-opt %t/hole.mlir --ucp-lower-copies 2>&1 | FileCheck %s --check-prefix=LOWER
+// RUN: not affine-opt %t/hole.mlir --ucp-extract 2>&1 | FileCheck %s --check-prefix=LOWER
 // LOWER: hole.mlir:1:1: error: parameter 'w': 2 elements of F are held by no piece (P1)
 // The named pipeline affine-run runs refuses it the same way.
 // RUN: not affine-opt %t/hole.mlir --ucp-reshard-pipeline=target=%t/full.mlir 2>&1 | FileCheck %s --check-prefix=HOLE

@@ -1,7 +1,7 @@
 """Runs the examples of the pass reference (docs/Passes/UCPPasses.md) that
 are whole modules and checks that the tools do what they say:
---ucp-compose turns the source map into the plan shown, and --ucp-verify
-fails with the diagnostics shown.
+--ucp-compose turns the source map into the plan shown, --ucp-extract the
+map into the plan shown, and --ucp-verify fails with the diagnostics shown.
 
     pass_doc_examples.py PASSES.md AFFINE-OPT WORKDIR
 """
@@ -56,6 +56,15 @@ result = run([os.path.join(work, "source.mlir"),
 assert result.returncode == 0, result.stderr
 assert normalized(result.stdout) == normalized(plan), result.stdout
 print("ucp-compose: the documented plan")
+
+# --ucp-extract: the map in, the plan of its extraction out.
+source, plan = parts(example_of("-ucp-extract"), ["becomes"])
+with open(os.path.join(work, "map.mlir"), "w", encoding="utf-8") as f:
+    f.write(source)
+result = run([os.path.join(work, "map.mlir"), "--ucp-extract"])
+assert result.returncode == 0, result.stderr
+assert normalized(result.stdout) == normalized(plan), result.stdout
+print("ucp-extract: the documented plan")
 
 # --ucp-verify: the map in, the documented diagnostics out.
 bad, expected = parts(example_of("-ucp-verify"), ["fails with"])

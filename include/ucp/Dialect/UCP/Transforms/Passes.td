@@ -172,20 +172,55 @@ def UCPComposePass : Pass<"ucp-compose", "::mlir::ModuleOp"> {
   ];
 }
 
-def UCPLowerCopiesPass : Pass<"ucp-lower-copies", "::mlir::ModuleOp"> {
-  let summary = "Lower maps and plans to executable copy programs";
+def UCPExtractPass : Pass<"ucp-extract", "::mlir::ModuleOp"> {
+  let summary = "Replace every map by the plan that extracts its shards from the full tensor";
   let description = [{
-    Rewrites every `ucp.plan` into the copy program executors run
-    (docs/Execution.md), still written as a plan: each copy's dimensions are
-    ordered by target stride and merged where contiguous on both sides (so
-    the innermost dimension is the longest contiguous run), copies of more
-    than 2^20 elements are split along their outermost dimension, and every
-    scale is raised to `scale-power` (1 for parameters, -1 and -2 for
-    Adam's moments; a rescaling plan is refused for a power other than 1,
-    spec §2.1). Every `ucp.param` becomes the program that extracts it
-    from its full tensor (source rank 0); it must verify, as for
-    `--ucp-compose`. Plans and params nested anywhere in the module the pass
-    runs on are reached.
+    Replaces every `ucp.param` nested anywhere in the module it runs on by
+    the `ucp.plan` that fills its shards from the full tensor F, held whole
+    by source rank 0 of a world of 1: the composition of the map with the
+    one-rank map of F, planned as every reshard is. The map must verify, as
+    for `--ucp-compose` (its `MapVerification` analysis, reused when
+    `--ucp-verify` ran first); a scale on the map becomes the copies'
+    factor. `--ucp-lower-copies` then makes the plans executable; the two
+    are separate so that a pipeline can schedule them apart (compose some
+    params, extract others, lower all at once).
+
+    ```mlir
+    ucp.param @w shape [4, 2] world 2 {
+      ucp.shard rank 0 shape [2, 2] {
+        ucp.piece [2, 2] src 0 [2, 1] dst 0 [2, 1] on [0]
+      }
+      ucp.shard rank 1 shape [2, 2] {
+        ucp.piece [2, 2] src 4 [2, 1] dst 0 [2, 1] on [1]
+      }
+    }
+    // becomes
+    ucp.plan @w source_world 1 target_world 2 {
+      ucp.source_shard rank 0 shape [4, 2]
+      ucp.target_shard rank 0 shape [2, 2] {
+        ucp.copy [4] from 0 at 0 [1] to 0 [1]
+      }
+      ucp.target_shard rank 1 shape [2, 2] {
+        ucp.copy [4] from 0 at 4 [1] to 0 [1]
+      }
+    }
+    ```
+  }];
+}
+
+def UCPLowerCopiesPass : Pass<"ucp-lower-copies", "::mlir::ModuleOp"> {
+  let summary = "Lower transfer plans to executable copy programs";
+  let description = [{
+    Rewrites every `ucp.plan` nested anywhere in the module it runs on into
+    the copy program executors run (docs/Execution.md), still written as a
+    plan: each copy's dimensions are ordered by target stride and merged
+    where contiguous on both sides (so the innermost dimension is the
+    longest contiguous run), copies of more than 2^20 elements are split
+    along their outermost dimension, and every scale is raised to
+    `scale-power` (1 for parameters, -1 and -2 for Adam's moments; a
+    rescaling plan is refused for a power other than 1, spec §2.1).
+    Maps are not plans and are left as they are: `--ucp-extract` first
+    makes each the plan of its extraction from the full tensor.
 
     ```mlir
     ucp.copy [2, 4, 8] from 0 at 0 [32, 8, 1] to 0 [32, 8, 1]
