@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Conversion/MeshToUCP/MeshToUCP.h"
+#include "ucp/Dialect/UCP/Conversion/MeshToUCP.h"
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Conversion/UCPToMemRef/UCPToMemRef.h"
+#include "ucp/Dialect/UCP/Conversion/UCPToMemRef.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"

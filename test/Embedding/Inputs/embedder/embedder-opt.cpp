@@ -3,8 +3,8 @@
 // own that runs both of ucp's conversion patterns in one partial
 // conversion.
 
-#include "ucp/Conversion/MeshToUCP/MeshToUCP.h"
-#include "ucp/Conversion/UCPToMemRef/UCPToMemRef.h"
+#include "ucp/Dialect/UCP/Conversion/MeshToUCP.h"
+#include "ucp/Dialect/UCP/Conversion/UCPToMemRef.h"
 #include "ucp/Dialect/UCP/IR/UCPDialect.h"
 #include "ucp/Dialect/UCP/Transforms/Passes.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"

@@ -272,7 +272,7 @@ def UCPImportMeshPass : Pass<"ucp-import-mesh", "::mlir::ModuleOp"> {
     evenly (the mesh dialect's own requirement).
 
     The pass is a driver over `ucp::populateMeshToUCPConversionPatterns`
-    (`ucp/Conversion/MeshToUCP/MeshToUCP.h`): every refusal reported, then
+    (`ucp/Dialect/UCP/Conversion/MeshToUCP.h`): every refusal reported, then
     one partial conversion in which a `mesh.shard` is legal once it has a
     layout. Another project runs the same pattern in its own conversion.
   }];
@@ -315,7 +315,7 @@ def UCPPlansToMemrefPass : Pass<"ucp-plans-to-memref", "::mlir::ModuleOp"> {
     A factor other than 1 needs a floating-point `element-type`.
 
     The pass is a driver over `ucp::populateUCPToMemRefConversionPatterns`
-    (`ucp/Conversion/UCPToMemRef/UCPToMemRef.h`): every plan that cannot
+    (`ucp/Dialect/UCP/Conversion/UCPToMemRef.h`): every plan that cannot
     be lowered reported, then one partial conversion in which `ucp.plan` is
     illegal. Another project runs the same pattern in its own conversion.
   }];

@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Conversion/UCPToMemRef/UCPToMemRef.h"
+#include "ucp/Dialect/UCP/Conversion/UCPToMemRef.h"
 #include "ucp/Dialect/UCP/IR/PlanConversion.h"
 #include "ucp/Dialect/UCP/IR/UCPOps.h"
 

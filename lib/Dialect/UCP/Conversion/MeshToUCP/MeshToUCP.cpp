@@ -8,7 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ucp/Conversion/MeshToUCP/MeshToUCP.h"
+#include "ucp/Dialect/UCP/Conversion/MeshToUCP.h"
 #include "ucp/Canonical/Canonicalize.h"
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/IR/UCPAttrs.h"

@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef UCP_CONVERSION_UCPTOMEMREF_UCPTOMEMREF_H
-#define UCP_CONVERSION_UCPTOMEMREF_UCPTOMEMREF_H
+#ifndef UCP_DIALECT_UCP_CONVERSION_UCPTOMEMREF_H
+#define UCP_DIALECT_UCP_CONVERSION_UCPTOMEMREF_H
 
 #include "mlir/Transforms/DialectConversion.h"
 
@@ -36,4 +36,4 @@ void configureUCPToMemRefConversionTarget(mlir::ConversionTarget &target);
 
 } // namespace ucp
 
-#endif // UCP_CONVERSION_UCPTOMEMREF_UCPTOMEMREF_H
+#endif // UCP_DIALECT_UCP_CONVERSION_UCPTOMEMREF_H

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef UCP_CONVERSION_MESHTOUCP_MESHTOUCP_H
-#define UCP_CONVERSION_MESHTOUCP_MESHTOUCP_H
+#ifndef UCP_DIALECT_UCP_CONVERSION_MESHTOUCP_H
+#define UCP_DIALECT_UCP_CONVERSION_MESHTOUCP_H
 
 #include "ucp/Map/ParamMap.h"
 
@@ -51,4 +51,4 @@ void configureMeshToUCPConversionTarget(mlir::ConversionTarget &target);
 
 } // namespace ucp
 
-#endif // UCP_CONVERSION_MESHTOUCP_MESHTOUCP_H
+#endif // UCP_DIALECT_UCP_CONVERSION_MESHTOUCP_H
