@@ -209,3 +209,95 @@ ucp.plan @p source_world 1 target_world 1 {
   // expected-error@+1 {{attribute 'shard_shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
   ucp.source_shard rank 0 shape [-4]
 }
+
+// -----
+
+// expected-error@+1 {{attribute 'target_world' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
+ucp.plan @p source_world 1 target_world 0 {
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  // expected-error@+1 {{attribute 'rank' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+  ucp.source_shard rank -1 shape [4]
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  // expected-error@+1 {{attribute 'shard_shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
+  ucp.target_shard rank 0 shape [-4] {
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
+    ucp.copy [-4] from 0 at 0 [1] to 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'src_offset' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+    ucp.copy [4] from 0 at -1 [1] to 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'src_strides' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
+    ucp.copy [4] from 0 at 3 [-1] to 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'dst_offset' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+    ucp.copy [4] from 0 at 0 [1] to -1 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'dst_strides' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
+    ucp.copy [4] from 0 at 0 [1] to 3 [-1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'shape' failed to satisfy constraint: i64 dense array attribute whose value is non-negative}}
+    ucp.fill [-4] at 0 [1]
+  }
+}
+
+// -----
+
+ucp.plan @p source_world 1 target_world 1 {
+  ucp.source_shard rank 0 shape [4]
+  ucp.target_shard rank 0 shape [4] {
+    // expected-error@+1 {{attribute 'dst_offset' failed to satisfy constraint: 64-bit signless integer attribute whose value is non-negative}}
+    ucp.fill [4] at -1 [1]
+  }
+}
