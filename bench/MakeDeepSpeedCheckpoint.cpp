@@ -35,10 +35,12 @@
 
 #include "GeneratedModel.h"
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Element/DTypeOption.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Formats/Torch/TorchFileWriter.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Map/Invariants.h"
+#include "ucp/Support/CommandLine.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
@@ -56,53 +58,69 @@ using namespace ucp;
 using namespace ucp::generator;
 namespace cl = llvm::cl;
 
+static cl::OptionCategory
+    generatorCategory("ucp-make-deepspeed-checkpoint options");
 static cl::opt<std::string> outDir("out", cl::desc("the checkpoint folder"),
-                                   cl::Required);
-static cl::opt<std::string> tag("tag", cl::desc("the tag"), cl::init("step3"));
-static cl::opt<int64_t> dp("dp", cl::desc("DP ranks"), cl::init(2));
+                                   cl::Required, cl::cat(generatorCategory));
+static cl::opt<std::string> tag("tag", cl::desc("the tag"), cl::init("step3"),
+                                cl::cat(generatorCategory));
+static cl::opt<int64_t> dp("dp", cl::desc("DP ranks"), cl::init(2),
+                           cl::cat(generatorCategory));
 static cl::opt<int64_t> tpDegree("tp", cl::desc("TP ranks (AutoTP, llama)"),
-                                 cl::init(1));
-static cl::opt<int> stage("stage", cl::desc("ZeRO stage: 1 or 2"), cl::init(2));
+                                 cl::init(1), cl::cat(generatorCategory));
+static cl::opt<int> stage("stage", cl::desc("ZeRO stage: 1 or 2"), cl::init(2),
+                          cl::cat(generatorCategory));
 static cl::opt<int64_t> pipelineStages(
     "pp",
     cl::desc("write a pipeline of this many stages (DeepSpeed's "
              "PipelineModule: an embedding, --layers blocks, a final norm and "
              "a head, with layer files); 0: no pipeline"),
-    cl::init(0));
-static cl::opt<std::string> dtypeName("dtype", cl::desc("bf16 or fp32"),
-                                      cl::init("bf16"));
-static cl::opt<int64_t> hidden("hidden", cl::init(1024));
-static cl::opt<int64_t> layers("layers", cl::init(20));
-static cl::opt<int64_t> ffn("ffn", cl::init(2816));
-static cl::opt<int64_t> vocab("vocab", cl::init(32000));
+    cl::init(0), cl::cat(generatorCategory));
+static cl::opt<DType> dtype("dtype",
+                            cl::desc("the model's dtype (default bf16)"),
+                            dtypeValues({DType::BF16, DType::F32}),
+                            cl::init(DType::BF16), cl::cat(generatorCategory));
+static cl::opt<int64_t> hidden("hidden", cl::desc("the hidden size"),
+                               cl::init(1024), cl::cat(generatorCategory));
+static cl::opt<int64_t> layers("layers", cl::desc("the transformer blocks"),
+                               cl::init(20), cl::cat(generatorCategory));
+static cl::opt<int64_t> ffn("ffn", cl::desc("the MLP's intermediate size"),
+                            cl::init(2816), cl::cat(generatorCategory));
+static cl::opt<int64_t> vocab("vocab", cl::desc("the vocabulary's rows"),
+                              cl::init(32000), cl::cat(generatorCategory));
 static cl::opt<std::string>
-    like("like", cl::desc("take the parameters of this checkpoint (CKPT/TAG)"));
+    like("like", cl::desc("take the parameters of this checkpoint (CKPT/TAG)"),
+         cl::cat(generatorCategory));
 static cl::opt<bool> bf16Optimizer(
     "bf16-optimizer",
     cl::desc("write BF16_Optimizer's files (bf16 with ZeRO-1 and fp32 "
-             "gradient accumulation): fewer keys, padded fp32 partitions"));
+             "gradient accumulation): fewer keys, padded fp32 partitions"),
+    cl::cat(generatorCategory));
 static cl::opt<int64_t> steps(
     "steps",
     cl::desc("optimizer steps (0: saved before the first, so without Adam "
              "moments)"),
-    cl::init(3));
-static cl::opt<uint64_t> seed("seed", cl::init(1));
+    cl::init(3), cl::cat(generatorCategory));
+static cl::opt<uint64_t> seed("seed", cl::desc("the random seed"), cl::init(1),
+                              cl::cat(generatorCategory));
 static cl::opt<bool> tieEmbeddings(
     "tie-embeddings",
     cl::desc("tie lm_head to the embedding, as a Hugging Face model with "
              "tie_word_embeddings: one trainable parameter, both names in the "
-             "module, shared_params naming the tie"));
+             "module, shared_params naming the tie"),
+    cl::cat(generatorCategory));
 static cl::opt<std::string> breakReplica(
     "break-replica",
     cl::desc("write this TP-replicated parameter's fp32 master on the last "
              "TP rank with its first element changed: a checkpoint whose "
              "replicas disagree, for the tests of the replica checks"),
-    cl::value_desc("name"));
+    cl::value_desc("name"), cl::cat(generatorCategory));
 static cl::opt<bool> breakStep(
     "break-step",
     cl::desc("write the last DP rank's Adam step one higher than the "
              "others': a checkpoint whose ranks disagree on the step, for "
-             "the tests of the step check"));
+             "the tests of the step check"),
+    cl::cat(generatorCategory));
 
 namespace {
 
@@ -203,7 +221,7 @@ PickleRef buildConfig(PickleBuilder &b) {
       {s("gradient_clipping"), b.number(1.0)},
       {s("optimizer"), b.dict({{s("type"), s("Adam")}, {s("params"), adam}})},
       {s("zero_optimization"), zero}};
-  if (dtypeName == "bf16")
+  if (dtype == DType::BF16)
     config.push_back({s("bf16"), b.dict({{s("enabled"), b.boolean(true)}})});
   if (tpDegree > 1)
     config.push_back(
@@ -227,8 +245,9 @@ static void fillFlat(const Model &model, size_t g, State state, DType type,
     int64_t lo = std::max(begin, param.offset);
     int64_t hi = std::min(end, param.offset + param.elements);
     for (int64_t x = lo; x < hi; ++x) {
-      float value = getValue(seed, state, param.id,
-                             getFullIndex(param, model.tpRank, x - param.offset));
+      float value =
+          getValue(seed, state, param.id,
+                   getFullIndex(param, model.tpRank, x - param.offset));
       // The replica that disagrees: the last TP rank's first element.
       if (x == param.offset && state == State::Fp32 && param.splitDim < 0 &&
           param.name == breakReplica && model.tpRank == tpDegree - 1)
@@ -319,14 +338,14 @@ static llvm::Error writeModelStates(const Model &model, DType type,
       {s("sparse_tensor_module_names"), b.set({})},
       {s("skipped_steps"), b.integer(0)},
       {s("global_steps"), b.integer(steps)},
-      {s("global_samples"),
-       b.integer(steps * 2 * getAccumulationSteps() * dp)},
+      {s("global_samples"), b.integer(steps * 2 * getAccumulationSteps() * dp)},
       {s("dp_world_size"), b.integer(dp)},
       {s("mp_world_size"),
        b.integer(pipeline ? pipelineStages * tpDegree : tpDegree)},
       {s("checkpoint_parallel_dimensions"),
-       b.dict({{s("pp_degree"), b.integer(std::max<int64_t>(pipelineStages, 1))},
-               {s("tp_degree"), b.integer(tpDegree)}})},
+       b.dict(
+           {{s("pp_degree"), b.integer(std::max<int64_t>(pipelineStages, 1))},
+            {s("tp_degree"), b.integer(tpDegree)}})},
       {s("ds_config"), buildConfig(b)},
       {s("ds_version"), s(kVersion)},
   });
@@ -479,29 +498,34 @@ static llvm::Error writeTensorStates(const Model &model, int64_t rank,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  cl::HideUnrelatedOptions(generatorCategory);
+  setVersionPrinter("ucp-make-deepspeed-checkpoint");
   cl::ParseCommandLineOptions(argc, argv,
                               "writes a DeepSpeed ZeRO-1/2 checkpoint of "
                               "pseudo-random values\n");
+  if (llvm::Error error = checkOptionsGivenOnce()) {
+    llvm::errs() << "ucp-make-deepspeed-checkpoint: "
+                 << llvm::toString(std::move(error)) << "\n";
+    return 1;
+  }
   if ((stage != 1 && stage != 2) || dp < 1 || dp > kMaxWorldSize ||
       tpDegree < 1 || tpDegree > kMaxWorldSize / dp ||
       (tpDegree > 1 && !like.empty()) ||
-      (bf16Optimizer && (stage != 1 || dtypeName != "bf16")) ||
+      (bf16Optimizer && (stage != 1 || dtype != DType::BF16)) ||
       pipelineStages < 0 ||
-      (pipelineStages > 0 && (tpDegree > 1 || !like.empty())) ||
-      (dtypeName != "bf16" && dtypeName != "fp32")) {
+      (pipelineStages > 0 && (tpDegree > 1 || !like.empty()))) {
     llvm::errs()
         << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp and --tp with "
-           "dp x tp in [1, 2^20], --tp without --like, --dtype bf16|fp32; "
+           "dp x tp in [1, 2^20], --tp without --like; "
            "--bf16-optimizer with bf16 and stage 1; --pp without --tp or "
            "--like\n";
     return 1;
   }
-  DType type = dtypeName == "bf16" ? DType::BF16 : DType::F32;
+  DType type = dtype;
   std::vector<Model> models;
   if (pipelineStages > 0) {
-    models = buildPipelineModels({pipelineStages, layers, hidden, ffn, vocab,
-                                  tieEmbeddings},
-                                 dp);
+    models = buildPipelineModels(
+        {pipelineStages, layers, hidden, ffn, vocab, tieEmbeddings}, dp);
     // Both groups on every stage, as the fixtures' runs have them.
     for (const Model &stageModel : models)
       if (stageModel.groups.size() != 2 || stageModel.groups[0].empty()) {
@@ -511,8 +535,7 @@ int main(int argc, char **argv) {
                         "the --pp stages more of the --layers + 3 layers\n";
         return 1;
       }
-  }
-  else
+  } else
     for (int64_t t = 0; t < tpDegree; ++t)
       models.push_back(buildModel(t));
   for (const Param &param : models[0].params)
@@ -562,8 +585,8 @@ int main(int argc, char **argv) {
   latest << tag;
   // Per TP rank; a pipeline's stages together (a tied copy counted on each).
   int64_t total = 0, count = 0;
-  for (const Model &counted :
-       llvm::ArrayRef(models).take_front(pipelineStages > 0 ? models.size() : 1))
+  for (const Model &counted : llvm::ArrayRef(models).take_front(
+           pipelineStages > 0 ? models.size() : 1))
     for (const Param &param : counted.params) {
       total += param.elements;
       ++count;
@@ -575,7 +598,7 @@ int main(int argc, char **argv) {
                << stage;
   if (pipelineStages > 0)
     llvm::outs() << " PP " << pipelineStages;
-  llvm::outs() << " TP " << tpDegree << " x DP " << dp << ", " << dtypeName
-               << ", in " << folder << "\n";
+  llvm::outs() << " TP " << tpDegree << " x DP " << dp << ", "
+               << getDTypeName(dtype) << ", in " << folder << "\n";
   return status;
 }

@@ -441,7 +441,7 @@ ucp::retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
     return pointerNote.takeError();
   RetargetStats stats;
   stats.pointerNote = std::move(*pointerNote);
-  stats.files = retargeter.getFilesWritten() + 1;
+  stats.files = retargeter.getFilesWritten();
   stats.bytesWritten = retargeter.getBytesWritten();
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

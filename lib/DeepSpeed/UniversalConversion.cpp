@@ -474,10 +474,11 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
     return pointerNote.takeError();
   UniversalStats stats;
   stats.notices = getMissingStateNotices(checkpoint);
+  stats.pointerWritten = pointerNote->empty();
   if (!pointerNote->empty())
     stats.notices.push_back(std::move(*pointerNote));
   stats.parameters = converter.getPlans().size();
-  stats.files = converter.getFilesWritten() + 1;
+  stats.files = converter.getFilesWritten();
   stats.bytesWritten = converter.getBytesWritten();
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

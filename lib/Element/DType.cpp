@@ -145,21 +145,94 @@ std::optional<DType> ucp::parseSafetensorsName(llvm::StringRef name) {
       .Default(std::nullopt);
 }
 
+llvm::ArrayRef<DTypeSpelling> ucp::getDTypeSpellings() {
+  static const DTypeSpelling kSpellings[] = {{"f64", DType::F64},
+                                             {"fp64", DType::F64},
+                                             {"float64", DType::F64},
+                                             {"f32", DType::F32},
+                                             {"fp32", DType::F32},
+                                             {"float32", DType::F32},
+                                             {"f16", DType::F16},
+                                             {"fp16", DType::F16},
+                                             {"float16", DType::F16},
+                                             {"bf16", DType::BF16},
+                                             {"bfloat16", DType::BF16},
+                                             {"f8e4m3", DType::F8E4M3},
+                                             {"fp8_e4m3", DType::F8E4M3},
+                                             {"float8_e4m3fn", DType::F8E4M3},
+                                             {"f8e5m2", DType::F8E5M2},
+                                             {"fp8_e5m2", DType::F8E5M2},
+                                             {"float8_e5m2", DType::F8E5M2},
+                                             {"i64", DType::I64},
+                                             {"int64", DType::I64},
+                                             {"i32", DType::I32},
+                                             {"int32", DType::I32},
+                                             {"i16", DType::I16},
+                                             {"int16", DType::I16},
+                                             {"i8", DType::I8},
+                                             {"int8", DType::I8},
+                                             {"u8", DType::U8},
+                                             {"uint8", DType::U8},
+                                             {"bool", DType::Bool}};
+  return kSpellings;
+}
+
+llvm::StringRef ucp::getDTypeName(DType type) {
+  for (const DTypeSpelling &spelling : getDTypeSpellings())
+    if (spelling.type == type)
+      return spelling.name;
+  llvm_unreachable("every type has a spelling");
+}
+
+llvm::StringRef ucp::getDTypeDescription(DType type) {
+  switch (type) {
+  case DType::F64:
+    return "64-bit float";
+  case DType::F32:
+    return "32-bit float";
+  case DType::F16:
+    return "16-bit float (IEEE half)";
+  case DType::BF16:
+    return "bfloat16";
+  case DType::F8E4M3:
+    return "8-bit float, 4 exponent bits (float8_e4m3fn)";
+  case DType::F8E5M2:
+    return "8-bit float, 5 exponent bits";
+  case DType::I64:
+    return "64-bit integer";
+  case DType::I32:
+    return "32-bit integer";
+  case DType::I16:
+    return "16-bit integer";
+  case DType::I8:
+    return "8-bit integer";
+  case DType::U8:
+    return "8-bit unsigned integer";
+  case DType::Bool:
+    return "boolean";
+  }
+  llvm_unreachable("unknown dtype");
+}
+
 std::optional<DType> ucp::parseDTypeName(llvm::StringRef name) {
-  return llvm::StringSwitch<std::optional<DType>>(name.lower())
-      .Case("f64", DType::F64)
-      .Case("f32", DType::F32)
-      .Case("f16", DType::F16)
-      .Case("bf16", DType::BF16)
-      .Case("f8e4m3", DType::F8E4M3)
-      .Case("f8e5m2", DType::F8E5M2)
-      .Case("i64", DType::I64)
-      .Case("i32", DType::I32)
-      .Case("i16", DType::I16)
-      .Case("i8", DType::I8)
-      .Case("u8", DType::U8)
-      .Case("bool", DType::Bool)
-      .Default(std::nullopt);
+  std::string lower = name.lower();
+  for (const DTypeSpelling &spelling : getDTypeSpellings())
+    if (spelling.name == lower)
+      return spelling.type;
+  return std::nullopt;
+}
+
+std::string ucp::describeDTypeNames(llvm::ArrayRef<DType> types) {
+  std::string text;
+  for (DType type : types) {
+    std::string others;
+    for (const DTypeSpelling &spelling : getDTypeSpellings())
+      if (spelling.type == type && spelling.name != getDTypeName(type))
+        others += (others.empty() ? "" : ", ") + spelling.name.str();
+    text += (text.empty() ? "" : ", ") + getDTypeName(type).str() +
+            (others.empty() ? "" : " (" + others + ")");
+  }
+  return text;
 }
 
 bool ucp::isFloatingPoint(DType type) {

@@ -13,6 +13,7 @@
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/OutputFile.h"
+#include "ucp/Support/CommandLine.h"
 
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
@@ -96,10 +97,13 @@ int main(int argc, char **argv) {
   registerSymbolDCEPass();
   registerInlinerPass();
 
+  ucp::setVersionPrinter("affine-opt");
   auto [inputFilename, outputFilename] = registerAndParseCLIOptions(
       argc, argv,
       "affine-opt: verify and transform ucp parameter maps (.mlir or a .json "
       "map document)\n",
       registry);
+  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+    return asMainReturnCode(fail(std::move(error)));
   return asMainReturnCode(run(inputFilename, outputFilename, registry));
 }

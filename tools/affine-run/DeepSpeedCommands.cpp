@@ -1,23 +1,8 @@
 //===- DeepSpeedCommands.cpp - affine-run's DeepSpeed commands ------------===//
 //
-//   affine-run ds-to-universal --input_folder CKPT/TAG --output_folder OUT
-//       [--inject_missing_state] [--no_strict] [--threads N] [--no-sync]
-//   affine-run ds-retarget --input_folder CKPT/TAG --output_folder OUT/TAG
-//   affine-run universal-to-ds --input_folder UNIV --output_folder OUT/TAG
-//       (either of the two with)
-//       --dp M [--tp N [--num-kv-heads K] | --target-map FILE]
-//       [--zero-stage S] [--autoep-size E] [--threads N] [--no-sync]
-//   affine-run export --input_folder CKPT/TAG|UNIV|SAFETENSORS --out DIR
-//       [--dtype fp32|bf16|fp16] [--max-shard-size 5GB] [--no-sync]
-//   affine-run convert --from CKPT/TAG|UNIV|SAFETENSORS --to deepspeed
-//       --output_folder OUT/TAG --dp M [--tp N --universal-info FILE |
-//       --target-map FILE] [--zero-stage S] [--param-groups FILE]
-//       [--ds-config FILE] [--dtype bf16|fp16|fp32]
-//   affine-run convert --from ... --to safetensors --output_folder DIR
-//       (export's options)
-//
-// ds-to-universal's options are spelt as DeepSpeed's ds_to_universal.py
-// spells them, so that the command drops into scripts written for it.
+// ds-to-universal, ds-retarget, universal-to-ds, export and convert: each
+// reads its options (DeepSpeedOptions.cpp; their synopses are in
+// CommandHelp.cpp), runs the job of the library, and prints its summary.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,209 +24,8 @@
 #include <set>
 
 using namespace ucp;
+using namespace ds;
 namespace cl = llvm::cl;
-
-llvm::cl::OptionCategory &getDeepSpeedCategory() {
-  static cl::OptionCategory category("DeepSpeed checkpoint options");
-  return category;
-}
-
-static cl::SubCommand
-    universalCommand("ds-to-universal",
-                     "convert a DeepSpeed ZeRO checkpoint to a Universal "
-                     "checkpoint, as DeepSpeed's ds_to_universal.py does");
-static cl::SubCommand
-    retargetCommand("ds-retarget",
-                    "write the DeepSpeed ZeRO checkpoint a job at another DP "
-                    "or TP degree or ZeRO stage would have saved");
-static cl::SubCommand fromUniversalCommand(
-    "universal-to-ds",
-    "write the DeepSpeed ZeRO checkpoint a job at the given topology would "
-    "have saved after loading a Universal checkpoint (load_universal, "
-    "offline)");
-static cl::SubCommand
-    exportCommand("export",
-                  "write the consolidated model of a DeepSpeed or Universal "
-                  "checkpoint as safetensors files, as zero_to_fp32.py does, "
-                  "memory bounded by the largest tensor");
-static cl::SubCommand convertCommand(
-    "convert",
-    "write any checkpoint affine-run reads (safetensors files or a Hugging "
-    "Face sharded set, a DeepSpeed or Universal checkpoint) in another "
-    "format: a DeepSpeed ZeRO checkpoint at a topology (from weights alone, "
-    "with an optimizer before its first step), or safetensors files");
-static cl::opt<std::string>
-    inputFolder("input_folder",
-                cl::desc("the checkpoint folder, CKPT/TAG (the folder of "
-                         "*_model_states.pt and *_optim_states.pt files), or "
-                         "the Universal checkpoint's folder (of zero/ and "
-                         "the model states)"),
-                cl::value_desc("folder"), cl::sub(universalCommand),
-                cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
-                cl::sub(exportCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string>
-    convertSource("from",
-                  cl::desc("what to convert: a safetensors file, a folder of "
-                           "them (or of a Hugging Face index and its files), "
-                           "a DeepSpeed checkpoint folder CKPT/TAG or a "
-                           "Universal checkpoint folder"),
-                  cl::value_desc("path"), cl::sub(convertCommand),
-                  cl::cat(getDeepSpeedCategory()));
-enum class ConvertTarget { DeepSpeed, Safetensors };
-static cl::opt<ConvertTarget> convertTarget(
-    "to", cl::desc("the format to write"),
-    cl::values(clEnumValN(ConvertTarget::DeepSpeed, "deepspeed",
-                          "a DeepSpeed ZeRO checkpoint (--output_folder "
-                          "OUT/TAG) at --dp, --tp and --zero-stage"),
-               clEnumValN(ConvertTarget::Safetensors, "safetensors",
-                          "the consolidated model, as export writes it")),
-    cl::Required, cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string> paramGroupsFile(
-    "param-groups",
-    cl::desc("from weights alone: the optimizer's parameter groups, a JSON "
-             "list of lists of parameter names in the order of the model's "
-             "parameters(), which ZeRO flattens them in (Python: "
-             "json.dump([[n for n, _ in model.named_parameters()]], f)); "
-             "required for more than one tensor"),
-    cl::value_desc("FILE"), cl::sub(convertCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string> dsConfigFile(
-    "ds-config",
-    cl::desc("from weights alone: the run's DeepSpeed config (JSON), kept in "
-             "the files; its optimizer.params are the parameter groups' "
-             "hyper-parameters, which DeepSpeed's loader restores (default: "
-             "torch Adam's)"),
-    cl::value_desc("FILE"), cl::sub(convertCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string> universalInfoFile(
-    "universal-info",
-    cl::desc("from weights alone: universal_checkpoint_info (JSON), whose "
-             "rules split the parameters into --tp ranks"),
-    cl::value_desc("FILE"), cl::sub(convertCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string>
-    exportFolder("out",
-                 cl::desc("the new folder of model.safetensors, or of "
-                          "model-0000i-of-0000N.safetensors and "
-                          "model.safetensors.index.json"),
-                 cl::value_desc("folder"), cl::sub(exportCommand),
-                 cl::cat(getDeepSpeedCategory()));
-static cl::opt<DType> exportType(
-    "dtype", cl::desc("the floating-point tensors' dtype (default fp32)"),
-    cl::values(clEnumValN(DType::F32, "fp32", "the fp32 masters as they are"),
-               clEnumValN(DType::BF16, "bf16", "rounded to nearest even"),
-               clEnumValN(DType::F16, "fp16", "rounded to nearest even")),
-    cl::init(DType::F32), cl::sub(convertCommand), cl::sub(exportCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string> maxShardSize(
-    "max-shard-size",
-    cl::desc("the most tensor bytes per file, as 5GB, 500MB, 2GiB or a "
-             "number of bytes (default 5GB)"),
-    cl::init("5GB"), cl::sub(convertCommand), cl::sub(exportCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string> outputFolder(
-    "output_folder",
-    cl::desc("the new folder, PARENT/NAME: of the Universal checkpoint "
-             "(PARENT/latest_universal names it), or OUT/TAG of the "
-             "DeepSpeed one (OUT/latest names TAG). A bare NAME is refused "
-             "(write ./NAME for the current folder), as is a folder inside "
-             "the input; a pointer file naming the input is left as it is"),
-    cl::value_desc("folder"), cl::sub(universalCommand),
-    cl::sub(retargetCommand), cl::sub(fromUniversalCommand),
-    cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<bool> injectMissingState(
-    "inject_missing_state",
-    cl::desc("convert a ZeRO-1/2 checkpoint without universal_checkpoint_info "
-             "as one without tensor parallelism"),
-    cl::sub(universalCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<bool>
-    noStrict("no_strict",
-             cl::desc("accept universal_checkpoint_info patterns that match no "
-                      "parameter"),
-             cl::sub(universalCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<unsigned> universalThreads(
-    "threads",
-    cl::desc("worker threads (default: every core this process may run on)"),
-    cl::init(0), cl::sub(universalCommand), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<bool> universalNoSync(
-    "no-sync",
-    cl::desc("return without waiting for the outputs to reach the disk"),
-    cl::sub(universalCommand), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::sub(exportCommand),
-    cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<bool>
-    universalQuiet("quiet", cl::desc("print no progress or summary"),
-                   cl::sub(universalCommand), cl::sub(retargetCommand),
-                   cl::sub(fromUniversalCommand), cl::sub(exportCommand),
-                   cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
-static cl::opt<int64_t> targetDp("dp", cl::desc("the target's DP degree"),
-                                 cl::value_desc("M"), cl::sub(retargetCommand),
-                                 cl::sub(fromUniversalCommand),
-                                 cl::sub(convertCommand),
-                                 cl::cat(getDeepSpeedCategory()));
-static cl::opt<int64_t> targetTp(
-    "tp",
-    cl::desc("the target's TP degree (default: the source's); another "
-             "degree splits each parameter by universal_checkpoint_info's "
-             "rules"),
-    cl::value_desc("N"), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<int64_t> targetPp(
-    "pp",
-    cl::desc("a pipeline (PipelineModule) checkpoint's target stage count "
-             "(default: the source's); above 1, another count needs "
-             "--pp-partition"),
-    cl::value_desc("P"), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string> ppPartition(
-    "pp-partition",
-    cl::desc("the layers each target stage runs: DeepSpeed's "
-             "PipelineModule.parts as B0,B1,...,BP (stage s runs layers "
-             "[Bs, Bs+1)), or uniform:L for partition_method 'uniform' over "
-             "L layers"),
-    cl::value_desc("PARTS"), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::list<std::string> ppTied(
-    "pp-tied",
-    cl::desc("the layers using tied module KEY (TiedLayerSpec), whose stages "
-             "all hold its parameters; needed at another stage count above 1 "
-             "(repeat for each key)"),
-    cl::value_desc("KEY=L1,L2"), cl::sub(retargetCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<int64_t> numKvHeads(
-    "num-kv-heads",
-    cl::desc("the model's num_kv_heads, which DeepSpeed's split of attention "
-             "weights at a new TP degree depends on, where the checkpoint "
-             "does not record it"),
-    cl::value_desc("K"), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<std::string> targetMapFile(
-    "target-map",
-    cl::desc("explicit maps of the target's parameters over its TP ranks (a "
-             "map document) instead of universal_checkpoint_info's split "
-             "rules; their world size is the target's TP degree"),
-    cl::value_desc("FILE"), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::sub(convertCommand),
-    cl::cat(getDeepSpeedCategory()));
-static cl::opt<int>
-    targetStage("zero-stage",
-                cl::desc("the target's ZeRO stage, 1, 2 or 3 (default: the "
-                         "source's)"),
-                cl::value_desc("S"), cl::sub(retargetCommand),
-                cl::sub(fromUniversalCommand), cl::sub(convertCommand),
-                cl::cat(getDeepSpeedCategory()));
-static cl::opt<int64_t> targetAutoEpSize(
-    "autoep-size",
-    cl::desc("an AutoEP checkpoint's target autoep_size (default: the "
-             "source's): the EP degree every AutoEP layer's experts are "
-             "placed over; it must divide every layer's expert count and "
-             "--dp"),
-    cl::value_desc("E"), cl::sub(retargetCommand),
-    cl::sub(fromUniversalCommand), cl::cat(getDeepSpeedCategory()));
 
 static int fail(const llvm::Twine &message) {
   llvm::errs() << "affine-run: " << message << "\n";
@@ -296,7 +80,7 @@ static int writeModel(const CheckpointSource &checkpoint,
     return fail(llvm::toString(stats.takeError()));
   if (!universalQuiet)
     llvm::outs() << "export: " << stats->tensors << " tensors, " << stats->files
-                 << " files, "
+                 << (stats->files == 1 ? " file, " : " files, ")
                  << llvm::format("%.3f", stats->bytesWritten / 1e6) << " MB in "
                  << llvm::format("%.3f", stats->seconds) << " s\n";
   return 0;
@@ -306,7 +90,7 @@ static int runExport() {
   if (exportFolder.empty())
     return fail("--out is required");
   llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
-      openCheckpoint(inputFolder);
+      openCheckpoint(getInputFolder());
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   return writeModel(**checkpoint, exportFolder);
@@ -359,10 +143,13 @@ static int readPipelineOptions(RetargetOptions &options) {
 /// where it gives none.
 static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
                        std::optional<int> stage = std::nullopt) {
-  if (!targetDp.getNumOccurrences())
-    return fail("--dp is required");
   RetargetOptions options;
-  options.dp = targetDp;
+  if (targetDp.getNumOccurrences())
+    options.dp = targetDp;
+  else if (checkpoint.isFresh())
+    return fail("--dp is required: weights alone have no DP degree");
+  else
+    options.dp = checkpoint.getDpDegree();
   if (targetStage.getNumOccurrences())
     options.zeroStage = targetStage;
   else
@@ -398,7 +185,7 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
   if (!universalQuiet)
     options.progress = printProgress;
   llvm::Expected<RetargetStats> stats =
-      retargetCheckpoint(checkpoint, outputFolder, options);
+      retargetCheckpoint(checkpoint, getOutputFolder(), options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   if (!stats->pointerNote.empty())
@@ -431,7 +218,8 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
                 ? " autoep_size " + std::to_string(options.autoEpSize.value_or(
                                         checkpoint.getAutoEpSize()))
                 : "")
-        << ", " << stats->files << " files, "
+        << ", " << stats->files << " files"
+        << (stats->pointerNote.empty() ? " and latest" : "") << ", "
         << llvm::format("%.3f", stats->bytesWritten / 1e6)
         << " MB of partitions in " << llvm::format("%.3f", stats->seconds)
         << " s\n";
@@ -524,7 +312,7 @@ getFreshOptions(const CheckpointSource &weights) {
 static int runConvert() {
   if (convertSource.empty())
     return fail("--from is required");
-  if (outputFolder.empty())
+  if (getOutputFolder().empty())
     return fail("--output_folder is required");
   CheckpointFormat format = detectCheckpointFormat(convertSource);
   bool fromWeights = format == CheckpointFormat::Safetensors;
@@ -538,7 +326,7 @@ static int runConvert() {
         openCheckpoint(convertSource);
     if (!checkpoint)
       return fail(llvm::toString(checkpoint.takeError()));
-    return writeModel(**checkpoint, outputFolder);
+    return writeModel(**checkpoint, getOutputFolder());
   }
   if (!fromWeights) {
     llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
@@ -574,11 +362,12 @@ static int runConvert() {
 int runDeepSpeedCommand() {
   if (convertCommand)
     return runConvert();
+  const std::string &inputFolder = getInputFolder();
   if (inputFolder.empty())
     return fail("--input_folder is required");
   if (exportCommand)
     return runExport();
-  if (outputFolder.empty())
+  if (getOutputFolder().empty())
     return fail("--output_folder is required");
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
       fromUniversalCommand ? DeepSpeedCheckpoint::openUniversal(inputFolder)
@@ -595,7 +384,7 @@ int runDeepSpeedCommand() {
   if (!universalQuiet)
     options.progress = printProgress;
   llvm::Expected<UniversalStats> stats =
-      convertToUniversal(**checkpoint, outputFolder, options);
+      convertToUniversal(**checkpoint, getOutputFolder(), options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   for (const std::string &notice : stats->notices)
@@ -605,8 +394,9 @@ int runDeepSpeedCommand() {
                  << " parameters of a ZeRO-" << (*checkpoint)->getZeroStage()
                  << " checkpoint (TP " << (*checkpoint)->getTpDegree()
                  << " x DP " << (*checkpoint)->getDpDegree() << "), "
-                 << stats->files << " files, "
-                 << llvm::format("%.3f", stats->bytesWritten / 1e6)
+                 << stats->files << " files"
+                 << (stats->pointerWritten ? " and latest_universal" : "")
+                 << ", " << llvm::format("%.3f", stats->bytesWritten / 1e6)
                  << " MB of tensors in " << llvm::format("%.3f", stats->seconds)
                  << " s\n";
   return 0;

@@ -3,11 +3,9 @@
 #ifndef UCP_TOOLS_AFFINE_RUN_DEEPSPEEDCOMMANDS_H
 #define UCP_TOOLS_AFFINE_RUN_DEEPSPEEDCOMMANDS_H
 
-#include "llvm/Support/CommandLine.h"
+#include "DeepSpeedOptions.h"
 
-/// The options of ds-to-universal and ds-retarget.
-llvm::cl::OptionCategory &getDeepSpeedCategory();
-/// Whether the command line named ds-to-universal or ds-retarget.
+/// Whether the command line named a DeepSpeed command.
 bool isDeepSpeedCommand();
 /// Runs the DeepSpeed command named; returns the exit status.
 int runDeepSpeedCommand();

@@ -1,16 +1,15 @@
 //===- affine-run.cpp - Move tensors between layouts ----------------------===//
 //
-//   affine-run extract --map M --full FILE --out DIR
-//   affine-run rebuild --map M --shards DIR --out FILE
-//   affine-run reshard --source-map Ms --target-map Mt --shards DIR --out DIR2
-//   affine-run init    --map M --out FILE [--dtype f32] [--seed 1]
-//
+// The commands that move shard files by maps (extract, rebuild, reshard),
+// init and inspect, and the dispatch to the DeepSpeed commands
+// (DeepSpeedCommands.cpp). Each command's synopsis is in CommandHelp.cpp.
 // Shards are safetensors files `rank_<r>.safetensors` keyed by parameter
 // name; full tensors are one safetensors file. Maps are `.json` map
 // documents or `.mlir` files. Reshard never builds a full tensor.
 //
 //===----------------------------------------------------------------------===//
 
+#include "CommandHelp.h"
 #include "DeepSpeedCommands.h"
 #include "MpiRun.h"
 #include "ucp/Checkpoint/CheckpointModel.h"
@@ -23,6 +22,7 @@
 #include "ucp/Plan/CopyProgram.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/Signals.h"
+#include "ucp/Support/CommandLine.h"
 
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
@@ -123,7 +123,9 @@ static cl::opt<bool> ignoreExtra(
     cl::cat(category));
 static cl::opt<std::string> dtypeName("dtype",
                                       cl::desc("init: the element type (f32, "
-                                               "bf16, f16, f64, i32, ...)"),
+                                               "bf16, f16, f64, i32, ...; "
+                                               "fp32, float32 and the other "
+                                               "spellings too)"),
                                       cl::init("f32"), cl::sub(initCommand),
                                       cl::cat(category));
 static cl::opt<uint64_t> seed("seed", cl::desc("init: the random seed"),
@@ -266,7 +268,8 @@ static int runInit() {
     return 1;
   std::optional<DType> type = parseDTypeName(dtypeName);
   if (!type)
-    return fail("unknown --dtype '" + dtypeName + "'");
+    return fail("unknown --dtype '" + dtypeName + "'; expected one of " +
+                describeDTypeNames(kAllDTypes));
   if (outPath.empty())
     return fail("--out is required");
   if (llvm::Error error =
@@ -486,29 +489,10 @@ int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
   MpiRun::registerOptions(reshardCommand, category);
   cl::HideUnrelatedOptions({&category, &getDeepSpeedCategory()});
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "affine-run: move tensors between sharded layouts described by ucp "
-      "maps\n\n"
-      "  affine-run extract --map M --full FILE --out DIR\n"
-      "  affine-run rebuild --map M --shards DIR --out FILE\n"
-      "  affine-run reshard --source-map Ms --target-map Mt --shards DIR "
-      "--out DIR2\n"
-      "  mpirun -np P affine-run reshard --mpi --source-map Ms --target-map "
-      "Mt --shards DIR --out DIR2\n"
-      "  affine-run init --map M --out FILE [--dtype f32] [--seed 1]\n"
-      "  affine-run inspect FILE.pt [--values N]\n"
-      "  affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
-      "OUT\n"
-      "  affine-run ds-retarget --input_folder CKPT/TAG --output_folder "
-      "OUT/TAG --dp M [--tp N] [--zero-stage S] [--autoep-size E]\n"
-      "  affine-run universal-to-ds --input_folder UNIV --output_folder "
-      "OUT/TAG --dp M [--tp N] [--zero-stage S]\n"
-      "  affine-run export --input_folder CKPT/TAG|UNIV --out DIR [--dtype "
-      "bf16] [--max-shard-size 5GB]\n\n"
-      "Shards are DIR/rank_<r>.safetensors, keyed by parameter name. Nothing "
-      "is written unless the whole run succeeds; extract, rebuild and reshard "
-      "return once their outputs are on disk (unless --no-sync).\n");
+  setVersionPrinter("affine-run");
+  cl::ParseCommandLineOptions(argc, argv, getCommandOverview(argc, argv));
+  if (llvm::Error error = checkOptionsGivenOnce())
+    return fail(llvm::toString(std::move(error)));
 
   if (initCommand)
     return runInit();
@@ -523,8 +507,8 @@ int main(int argc, char **argv) {
   if (!command)
     return fail(
         "expected a command: extract, rebuild, reshard, init, "
-        "inspect, ds-to-universal, ds-retarget, universal-to-ds or export "
-        "(see --help)");
+        "inspect, ds-to-universal, ds-retarget, universal-to-ds, export or "
+        "convert (see --help)");
   if (outPath.empty())
     return fail("--out is required");
 

@@ -15,6 +15,7 @@
 
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Support/CommandLine.h"
 
 #include "llvm/Support/CommandLine.h"
 
@@ -45,6 +46,7 @@ int runDeepSpeedCommand(int argc, char **argv) {
                                      cl::desc("output file"),
                                      cl::value_desc("filename"));
   cl::HideUnrelatedOptions(category);
+  ucp::setVersionPrinter("affine-translate");
   cl::ParseCommandLineOptions(
       argc, argv,
       "affine-translate --import-deepspeed: the maps of a DeepSpeed ZeRO "
@@ -59,6 +61,8 @@ int runDeepSpeedCommand(int argc, char **argv) {
     llvm::errs() << "affine-translate: " << message << "\n";
     return 1;
   };
+  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+    return fail(llvm::toString(std::move(error)));
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
       DeepSpeedCheckpoint::open(folder);
   if (!checkpoint)

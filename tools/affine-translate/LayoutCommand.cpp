@@ -18,6 +18,7 @@
 #include "ucp/Map/Invariants.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
+#include "ucp/Support/CommandLine.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
@@ -234,6 +235,7 @@ llvm::Expected<ParamMap> buildLayout(const LayoutFlags &flags) {
 int runLayoutCommand(int argc, char **argv) {
   static LayoutFlags flags;
   cl::HideUnrelatedOptions(flags.category);
+  ucp::setVersionPrinter("affine-translate");
   cl::ParseCommandLineOptions(
       argc, argv,
       "affine-translate --layout: the map of one of DeepSpeed's layouts\n");
@@ -241,6 +243,8 @@ int runLayoutCommand(int argc, char **argv) {
     llvm::errs() << "affine-translate: " << message << "\n";
     return 1;
   };
+  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+    return fail(llvm::toString(std::move(error)));
   llvm::Expected<ParamMap> map = buildLayout(flags);
   if (!map)
     return fail(llvm::toString(map.takeError()));

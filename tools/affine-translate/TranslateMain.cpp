@@ -3,6 +3,7 @@
 #include "TranslateMain.h"
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/OutputFile.h"
+#include "ucp/Support/CommandLine.h"
 
 #include "mlir/IR/AsmState.h"
 #include "mlir/IR/Diagnostics.h"
@@ -40,7 +41,10 @@ int runTranslateMain(int argc, char **argv, llvm::StringRef overview) {
   registerTranslationCLOptions();
   static cl::opt<const Translation *, false, TranslationParser> translation(
       "", cl::desc("Translation to perform"), cl::Required);
+  ucp::setVersionPrinter("affine-translate");
   cl::ParseCommandLineOptions(argc, argv, overview);
+  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+    return fail(std::move(error));
 
   // Every input, JSON included, is bounded by MLIR's rules: they count
   // JSON's brackets too.

@@ -75,6 +75,7 @@ struct RetargetStats {
   /// What was done instead of writing `latest` (it names the input), for
   /// the user; empty when it was written.
   std::string pointerNote;
+  /// The files of the checkpoint (what progress counts), not latest.
   size_t files = 0;
   int64_t bytesWritten = 0;
   double seconds = 0;

@@ -47,7 +47,12 @@ struct UniversalStats {
   /// group lacks, one line each.
   std::vector<std::string> notices;
   size_t parameters = 0;
+  /// The files of the checkpoint (what progress counts), not
+  /// latest_universal.
   size_t files = 0;
+  /// Whether latest_universal was written (it is not where it names the
+  /// input; a notice says so).
+  bool pointerWritten = false;
   int64_t bytesWritten = 0;
   double seconds = 0;
 };

@@ -53,9 +53,31 @@ llvm::StringRef getSafetensorsName(DType type);
 /// Parses a safetensors dtype name.
 std::optional<DType> parseSafetensorsName(llvm::StringRef name);
 
-/// Parses a command-line name: f32, f16, bf16, f64, f8e4m3, f8e5m2, i8,
-/// i16, i32, i64, u8, bool.
+/// One name a command line or a Python call may give an element type: the
+/// short names (f32, bf16, i8), DeepSpeed's and Hugging Face's (fp32,
+/// fp16) and torch's (float32, bfloat16, int8).
+struct DTypeSpelling {
+  llvm::StringLiteral name;
+  DType type;
+};
+
+/// Every spelling of every type, the type's canonical name (getDTypeName)
+/// first among its own. Every tool and binding parses names through it.
+llvm::ArrayRef<DTypeSpelling> getDTypeSpellings();
+
+/// Returns the canonical name: f64, f32, f16, bf16, f8e4m3, f8e5m2, i64,
+/// i32, i16, i8, u8, bool.
+llvm::StringRef getDTypeName(DType type);
+
+/// What `type` is, in words ("32-bit float"), for option help.
+llvm::StringRef getDTypeDescription(DType type);
+
+/// Parses any spelling of getDTypeSpellings, in any case.
 std::optional<DType> parseDTypeName(llvm::StringRef name);
+
+/// The spellings of `types`, as "f32 (fp32, float32), bf16 (bfloat16)",
+/// for messages that list what is accepted.
+std::string describeDTypeNames(llvm::ArrayRef<DType> types);
 
 /// Whether elements of `type` can be multiplied by a scale: the float
 /// types, 8-bit ones included.

@@ -10,7 +10,7 @@
 #ifndef UCP_DIALECT_UCP_TRANSFORMS_PASSOPTIONTYPES_H
 #define UCP_DIALECT_UCP_TRANSFORMS_PASSOPTIONTYPES_H
 
-#include "ucp/Element/DType.h"
+#include "ucp/Element/DTypeOption.h"
 #include "ucp/Plan/TransferPlan.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -60,17 +60,10 @@ inline llvm::cl::ValuesClass getReplicaPolicyValues() {
               "the holder that has sent the fewest elements")});
 }
 
-/// The element types --ucp-plans-to-memref lowers, as llvm::cl choices.
-inline auto getMemrefElementTypeValues() {
-  return llvm::cl::values(
-      clEnumValN(DType::F32, "f32", "32-bit float"),
-      clEnumValN(DType::F64, "f64", "64-bit float"),
-      clEnumValN(DType::F16, "f16", "16-bit float"),
-      clEnumValN(DType::BF16, "bf16", "bfloat16"),
-      clEnumValN(DType::I8, "i8", "8-bit integer"),
-      clEnumValN(DType::I16, "i16", "16-bit integer"),
-      clEnumValN(DType::I32, "i32", "32-bit integer"),
-      clEnumValN(DType::I64, "i64", "64-bit integer"));
+/// The element types --ucp-plans-to-memref lowers, under every spelling.
+inline DTypeValues getMemrefElementTypeValues() {
+  return dtypeValues({DType::F32, DType::F64, DType::F16, DType::BF16,
+                      DType::I8, DType::I16, DType::I32, DType::I64});
 }
 
 } // namespace ucp
