@@ -214,3 +214,42 @@ if os.path.isdir(os.path.join(deepspeed_fixtures, "deepspeed")):
     config.available_features.add("deepspeed-fixtures")
     config.substitutions.append(
         ("%deepspeed_fixtures", os.path.abspath(deepspeed_fixtures)))
+
+# What each optional feature a test may REQUIRE needs, for the report of
+# skipped tests at the end of scripts/test (scripts/report-skipped): written
+# where the build's tests are, one line per feature this machine lacks.
+FEATURE_NEEDS = {
+    "deepspeed-fixtures": "the real DeepSpeed checkpoints: set "
+        "UCP_DEEPSPEED_FIXTURES to the folder that holds deepspeed/ (a "
+        "development checkout finds them in ../shared/fixtures)",
+    "torch": "torch for " + config.python_executable
+        + " (apt-get install python3-torch)",
+    "nvcc": "CUDA's nvcc in " + config.cuda_root + "/bin",
+    "cuda-gpu": "a CUDA GPU (nvidia-smi -L)",
+    "mpi": "Open MPI, found when the build was configured "
+        "(apt-get install libopenmpi-dev openmpi-bin)",
+    "mpi4py": "mpi4py (apt-get install python3-mpi4py)",
+    "libfuzzer": "the sanitizer build (scripts/test --sanitize)",
+    "copy-bench": "ucp-copy-bench, built where libtorch and Google "
+        "Benchmark are",
+    "ucp-plugins": "the plugins for stock mlir-opt (not built with the "
+        "sanitizers)",
+    "find-package": "the release build (the sanitizer build's libraries "
+        "need its runtime)",
+    "ucp-python": "the Python package (built with pybind11-dev, not in the "
+        "sanitizer build)",
+    "mlir-cpu-runner": "MLIR's mlir-cpu-runner in " + config.llvm_tools_dir,
+    "strace": "strace",
+    "tmpfs": "a small tmpfs this user can mount",
+    "mknod": "permission to make device nodes",
+}
+try:
+    lacking = os.path.join(config.ucp_obj_root, "test", "lacking-features.txt")
+    staged = "%s.%d" % (lacking, os.getpid())
+    with open(staged, "w", encoding="utf-8") as f:
+        for feature, needs in sorted(FEATURE_NEEDS.items()):
+            if feature not in config.available_features:
+                f.write("%s: %s\n" % (feature, needs))
+    os.replace(staged, lacking)
+except OSError:
+    pass  # The report then says less; the tests are not affected.
