@@ -371,11 +371,15 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
     return error;
   if (Error error = checkOneRun())
     return error;
+  checkpoint.recordedDp = models[0].dpWorldSize;
+  checkpoint.dsVersion = models[0].version;
+  checkpoint.globalSteps = models[0].globalSteps;
   if (Error error = checkOptimizerCopies())
     return error;
   if (Error error = checkParamShapes())
     return error;
   checkpoint.stage = optimizers[0].stage;
+  checkpoint.bf16Optimizer = !optimizers[0].recordsStage;
   if (Error error = readTensorParallelLayout())
     return error;
   if (Error error = buildParams())

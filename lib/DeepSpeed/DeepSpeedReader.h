@@ -145,6 +145,8 @@ struct RankGroup {
 
 /// What one rank's optimizer file says.
 struct TensorStates {
+  /// Whether the file records its zero_stage (BF16_Optimizer's does not).
+  bool recordsStage = false;
   int stage = 1;
   /// The dense DP degree: ZeRO-3's int, ZeRO-1/2's first group's.
   int64_t partitionCount = 0;

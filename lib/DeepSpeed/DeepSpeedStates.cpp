@@ -303,6 +303,7 @@ Expected<TensorStates> ucp::readTensorStates(const TorchFile &file,
       if (!value)
         return value.takeError();
       states.stage = *value;
+      states.recordsStage = true;
     }
     if ((states.stage == 3) != zero3)
       return dict->fail(zero3 ? "is not a ZeRO-3 optimizer state, though the "

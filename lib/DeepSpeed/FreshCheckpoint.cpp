@@ -287,6 +287,7 @@ Error DeepSpeedReader::runFresh(const CheckpointSource &weights,
   checkpoint.universal = true;
   checkpoint.freshSource = &weights;
   checkpoint.tp = checkpoint.dp = 1;
+  checkpoint.dsVersion = kDeepSpeedVersion.str();
   checkpoint.stage = 3;
   checkpoint.optimizerPrefix = options.modelType == DType::BF16 ? "bf16_" : "";
   if (options.universalInfo) {

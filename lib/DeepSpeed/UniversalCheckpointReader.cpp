@@ -219,6 +219,9 @@ Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
                        ": its mp_world_size, ds_version or global_steps "
                        "differ from " +
                        files.modelFiles[0] + "'s");
+  checkpoint.recordedDp = models[0].dpWorldSize;
+  checkpoint.dsVersion = models[0].version;
+  checkpoint.globalSteps = models[0].globalSteps;
   // The stage the source ran: what the copied model states' config says.
   PickleCursor root(checkpoint.modelFiles[0]->getDocument());
   Expected<PickleCursor> stage = root.at("ds_config");

@@ -54,9 +54,12 @@ static const CommandHelp kCommands[] = {
      "affine-run init --map maps.json --out full.safetensors --dtype bf16\n"
      "    (random full tensors for every parameter of the map, to try the "
      "other commands on)"},
-    {"inspect", "affine-run inspect FILE.pt [--values N]",
-     "affine-run inspect ckpt/global_step3/mp_rank_00_model_states.pt "
-     "--values 4"},
+    {"inspect",
+     "affine-run inspect FILE.pt [--values N]\n  affine-run inspect "
+     "CKPT[/TAG]|UNIV|SAFETENSORS [--json]",
+     "affine-run inspect ckpt\n    (follows ckpt/latest; the format, "
+     "DeepSpeed version, step, grid, dtypes, every tensor and how it is "
+     "split, the size on disk, and which commands apply)"},
     {"ds-to-universal",
      "affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
      "PARENT/NAME [--inject_missing_state] [--no_strict] [--threads N] "

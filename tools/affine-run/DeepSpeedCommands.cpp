@@ -149,7 +149,7 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
   else if (checkpoint.isFresh())
     return fail("--dp is required: weights alone have no DP degree");
   else
-    options.dp = checkpoint.getDpDegree();
+    options.dp = checkpoint.getRecordedDpDegree();
   if (targetStage.getNumOccurrences())
     options.zeroStage = targetStage;
   else

@@ -17,6 +17,7 @@
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 #include "ucp/Formats/Torch/TorchFile.h"
+#include "ucp/Jobs/CheckpointSummary.h"
 #include "ucp/Jobs/Transfer.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Plan/CopyProgram.h"
@@ -137,14 +138,20 @@ static cl::opt<bool>
                     "(faster; a crash soon after may lose them)"),
            cl::sub(extractCommand), cl::sub(rebuildCommand),
            cl::sub(reshardCommand), cl::cat(category));
-static cl::opt<std::string> inspectFile(cl::Positional, cl::desc("<file.pt>"),
-                                        cl::Required, cl::sub(inspectCommand),
-                                        cl::cat(category));
+static cl::opt<std::string>
+    inspectFile(cl::Positional,
+                cl::desc("<file.pt | checkpoint folder | .safetensors>"),
+                cl::Required, cl::sub(inspectCommand), cl::cat(category));
 static cl::opt<unsigned> inspectValues(
     "values",
-    cl::desc("also print each tensor's first N elements, in row-major order"),
+    cl::desc("a .pt file: also print each tensor's first N elements, in "
+             "row-major order"),
     cl::value_desc("N"), cl::init(0), cl::sub(inspectCommand),
     cl::cat(category));
+static cl::opt<bool> inspectJson(
+    "json",
+    cl::desc("a checkpoint: print the summary as JSON, for scripts"),
+    cl::sub(inspectCommand), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("print no progress or summary"),
                            cl::sub(extractCommand), cl::sub(rebuildCommand),
                            cl::sub(reshardCommand), cl::cat(category));
@@ -311,7 +318,28 @@ static void printElements(const TensorData &tensor, unsigned count,
 }
 
 /// Prints the values and tensors of a .pt file, then a summary.
+/// Prints what the checkpoint at `path` holds and what can be done with it.
+static int runInspectCheckpoint(llvm::StringRef path) {
+  if (inspectValues.getNumOccurrences())
+    return fail("--values: for a .pt file; " + path +
+                " is a checkpoint, whose summary lists no values");
+  llvm::Expected<CheckpointSummary> summary = summarizeCheckpoint(path);
+  if (!summary)
+    return fail(llvm::toString(summary.takeError()));
+  if (inspectJson)
+    llvm::outs() << llvm::formatv("{0:2}", toJson(*summary)) << "\n";
+  else
+    printCheckpointSummary(*summary, llvm::outs());
+  return 0;
+}
+
 static int runInspect() {
+  if (llvm::sys::fs::is_directory(inspectFile) ||
+      llvm::StringRef(inspectFile).ends_with(".safetensors"))
+    return runInspectCheckpoint(inspectFile);
+  if (inspectJson)
+    return fail("--json: for a checkpoint folder or safetensors file; " +
+                inspectFile + " is read as a torch.save file");
   llvm::Expected<std::unique_ptr<TorchFile>> file =
       TorchFile::open(inspectFile);
   if (!file)

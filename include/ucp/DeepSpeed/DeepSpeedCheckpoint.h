@@ -163,6 +163,13 @@ public:
   llvm::StringRef getFolder() const { return folder; }
   int64_t getTpDegree() const { return tp; }
   int64_t getDpDegree() const { return dp; }
+  /// The DP degree the model states record: getDpDegree() for a ZeRO
+  /// folder; for a Universal one, the run it was converted from.
+  int64_t getRecordedDpDegree() const { return recordedDp; }
+  /// The DeepSpeed version that wrote the files (`ds_version`).
+  llvm::StringRef getDeepSpeedVersion() const { return dsVersion; }
+  /// The training step the files were saved at (`global_steps`).
+  int64_t getGlobalSteps() const { return globalSteps; }
   /// The pipeline stages: 1 without a pipeline.
   int64_t getPipelineDegree() const { return pp; }
   /// Whether the folder is a PipelineModule's, its module weights in
@@ -175,6 +182,9 @@ public:
   llvm::StringRef getOptimizerFilePrefix() const { return optimizerPrefix; }
   /// 1, 2 or 3 (a BF16_Optimizer checkpoint, which records none, is 1).
   int getZeroStage() const { return stage; }
+  /// Whether BF16_Optimizer saved it (its optimizer files record no ZeRO
+  /// stage).
+  bool isBf16Optimizer() const { return bf16Optimizer; }
   /// The AutoEP layers (`ds_autoep_layers`), in moe_layer_id order; empty
   /// without expert parallelism.
   llvm::ArrayRef<AutoEpLayer> getAutoEpLayers() const { return autoEpLayers; }
@@ -293,10 +303,10 @@ private:
   }
   DeepSpeedCheckpoint() = default;
 
-  std::string folder, optimizerPrefix;
-  int64_t tp = 1, dp = 1, pp = 1;
+  std::string folder, optimizerPrefix, dsVersion;
+  int64_t tp = 1, dp = 1, pp = 1, recordedDp = 1, globalSteps = 0;
   int stage = 1;
-  bool universal = false;
+  bool universal = false, bf16Optimizer = false;
   std::vector<DeepSpeedParam> params;
   /// Per group: whether it holds the Adam moments.
   std::vector<bool> groupMoments;
