@@ -503,7 +503,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv,
                               "writes a DeepSpeed ZeRO-1/2 checkpoint of "
                               "pseudo-random values\n");
-  if (llvm::Error error = checkOptionsGivenOnce()) {
+  if (llvm::Error error = checkOptionsGivenOnce(argc, argv)) {
     llvm::errs() << "ucp-make-deepspeed-checkpoint: "
                  << llvm::toString(std::move(error)) << "\n";
     return 1;

@@ -4,7 +4,7 @@
 #include "ucp/Support/Error.h"
 
 #include "llvm/ADT/StringMap.h"
-#include "llvm/Support/Compiler.h"
+#include "llvm/ADT/SmallPtrSet.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <map>
@@ -33,19 +33,31 @@ static cl::SubCommand &getChosenSubCommand() {
   return cl::SubCommand::getTopLevel();
 }
 
-// LLVM's and MLIR's own options were built without RTTI (as Debian builds
-// them), so UBSan's vptr check cannot tell their dynamic type and would
-// report every one; the options are only read here.
-LLVM_NO_SANITIZE("vptr") llvm::Error ucp::checkOptionsGivenOnce() {
-  // One option may be registered under several names (its aliases count
-  // their uses on it too): report each option once, by its own name.
+llvm::Error ucp::checkOptionsGivenOnce(int argc, const char *const *argv) {
+  // Only the options the command line names are looked at: libLLVM's own
+  // options were built without RTTI (as Debian builds LLVM), and UBSan's
+  // vptr check would report any use of them. One option may be named
+  // under several names (its aliases count their uses on it too): report
+  // each option once, by the name it was registered under.
+  llvm::StringMap<cl::Option *> &options =
+      cl::getRegisteredOptions(getChosenSubCommand());
+  llvm::SmallPtrSet<cl::Option *, 8> named;
+  for (int i = 1; i < argc; ++i) {
+    llvm::StringRef arg = argv[i];
+    if (arg == "--")
+      break;
+    if (!arg.starts_with("-") || arg.size() < 2)
+      continue;
+    llvm::StringRef name = arg.ltrim('-').split('=').first;
+    if (cl::Option *option = options.lookup(name))
+      named.insert(option);
+  }
   std::map<std::string, int> repeated;
-  for (const auto &entry : cl::getRegisteredOptions(getChosenSubCommand())) {
-    cl::Option *option = entry.getValue();
-    bool singleValued = option->getNumOccurrencesFlag() == cl::Optional ||
-                        option->getNumOccurrencesFlag() == cl::Required;
-    if (singleValued && option->getNumOccurrences() > 1 &&
-        !option->ArgStr.empty())
+  for (cl::Option *option : named) {
+    bool singleValued =
+        option->getNumOccurrencesFlag() == cl::Optional ||
+        option->getNumOccurrencesFlag() == cl::Required;
+    if (singleValued && option->getNumOccurrences() > 1)
       repeated[option->ArgStr.str()] = option->getNumOccurrences();
   }
   if (repeated.empty())

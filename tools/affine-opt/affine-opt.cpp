@@ -103,7 +103,7 @@ int main(int argc, char **argv) {
       "affine-opt: verify and transform ucp parameter maps (.mlir or a .json "
       "map document)\n",
       registry);
-  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+  if (llvm::Error error = ucp::checkOptionsGivenOnce(argc, argv))
     return asMainReturnCode(fail(std::move(error)));
   return asMainReturnCode(run(inputFilename, outputFilename, registry));
 }

@@ -519,7 +519,7 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions({&category, &getDeepSpeedCategory()});
   setVersionPrinter("affine-run");
   cl::ParseCommandLineOptions(argc, argv, getCommandOverview(argc, argv));
-  if (llvm::Error error = checkOptionsGivenOnce())
+  if (llvm::Error error = checkOptionsGivenOnce(argc, argv))
     return fail(llvm::toString(std::move(error)));
 
   if (initCommand)

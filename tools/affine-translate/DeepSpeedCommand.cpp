@@ -61,7 +61,7 @@ int runDeepSpeedCommand(int argc, char **argv) {
     llvm::errs() << "affine-translate: " << message << "\n";
     return 1;
   };
-  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+  if (llvm::Error error = ucp::checkOptionsGivenOnce(argc, argv))
     return fail(llvm::toString(std::move(error)));
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
       DeepSpeedCheckpoint::open(folder);

@@ -243,7 +243,7 @@ int runLayoutCommand(int argc, char **argv) {
     llvm::errs() << "affine-translate: " << message << "\n";
     return 1;
   };
-  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+  if (llvm::Error error = ucp::checkOptionsGivenOnce(argc, argv))
     return fail(llvm::toString(std::move(error)));
   llvm::Expected<ParamMap> map = buildLayout(flags);
   if (!map)

@@ -43,7 +43,7 @@ int runTranslateMain(int argc, char **argv, llvm::StringRef overview) {
       "", cl::desc("Translation to perform"), cl::Required);
   ucp::setVersionPrinter("affine-translate");
   cl::ParseCommandLineOptions(argc, argv, overview);
-  if (llvm::Error error = ucp::checkOptionsGivenOnce())
+  if (llvm::Error error = ucp::checkOptionsGivenOnce(argc, argv))
     return fail(std::move(error));
 
   // Every input, JSON included, is bounded by MLIR's rules: they count

@@ -23,10 +23,10 @@ llvm::StringRef getProductVersion();
 void setVersionPrinter(llvm::StringRef tool);
 
 /// Fails, naming the option and how often it was given, when an option of
-/// the subcommand the command line chose (the top level when none) that
-/// takes one value was given more than once, under any of its names.
+/// the subcommand the command line `argv` chose (the top level when none)
+/// that takes one value was given more than once, under any of its names.
 /// Call after parsing the command line.
-llvm::Error checkOptionsGivenOnce();
+llvm::Error checkOptionsGivenOnce(int argc, const char *const *argv);
 
 } // namespace ucp
 
