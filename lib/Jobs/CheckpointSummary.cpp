@@ -43,7 +43,8 @@ static std::string followPointer(llvm::StringRef path, std::string &pointer) {
     llvm::StringRef tag = (*text)->getBuffer().trim();
     llvm::SmallString<256> folder(path);
     llvm::sys::path::append(folder, tag);
-    if (!tag.empty() && !tag.contains('/') && fs::is_directory(folder)) {
+    if (!tag.empty() && tag != "." && tag != ".." && !tag.contains('/') &&
+        fs::is_directory(folder)) {
       pointer = file.str().str();
       return folder.str().str();
     }
