@@ -25,3 +25,5 @@ def test_the_tutorial_runs():
     assert "[[8, 8], [8, 8]]" in out
     assert "held by no piece (P1); the first is [2]" in out
     assert "2 2 12" in out and "torch.bfloat16" in out
+    # The checkpoint example cleans up after itself.
+    assert not os.path.exists(namespace["work"])
