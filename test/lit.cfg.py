@@ -127,6 +127,17 @@ else:
     config.substitutions.append(("%untraced_leaks", ""))
 
 # Tests of the system calls a run makes trace it, where tracing works.
+# The build under test is the one scripts/build makes in this checkout
+# (build/, or build-sanitize/ with --sanitize), so a test may run it.
+source_root = os.path.dirname(config.test_source_root)
+build_flags = "--sanitize" if config.ucp_sanitize else ""
+in_tree_build = os.path.join(
+    source_root, "build-sanitize" if config.ucp_sanitize else "build")
+if os.path.realpath(config.ucp_obj_root) == os.path.realpath(in_tree_build):
+    config.available_features.add("in-tree-build")
+    config.substitutions.append(("%ucp_build_flags", build_flags))
+
+
 def can_strace():
     try:
         return subprocess.run(["strace", "-o", os.devnull, "true"],
@@ -240,6 +251,8 @@ FEATURE_NEEDS = {
         "sanitizer build)",
     "mlir-cpu-runner": "MLIR's mlir-cpu-runner in " + config.llvm_tools_dir,
     "strace": "strace",
+    "in-tree-build": "the build under test in the checkout's build/ (or "
+        "build-sanitize/), where scripts/build makes it",
     "tmpfs": "a small tmpfs this user can mount",
     "mknod": "permission to make device nodes",
 }

@@ -2,7 +2,8 @@
 as a reader would from the repository root after the set-up commands:
 `build` (and `build-sanitize`) is the build tree under test, the source
 folders are the repository's. Set-up blocks (a block whose first command is
-scripts/...) are what CI runs and are skipped; every other block must exit 0.
+scripts/build, scripts/test or scripts/run-example) are what CI runs and
+are skipped; every other block must exit 0.
 
     run_doc_blocks.py DOC.md SOURCE_ROOT BUILD_ROOT WORKDIR [--replace OLD=>NEW]...
 
@@ -23,6 +24,7 @@ import subprocess
 import sys
 
 SHELL_BLOCK = re.compile(r"^```sh\n(.*?)^```", re.M | re.S)
+SET_UP = re.compile(r"\s*scripts/(build|test|run-example)\b")
 
 
 def shell_blocks(doc):
@@ -55,7 +57,7 @@ def run(doc, source, build, work, replacements):
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     ran = 0
     for number, block in enumerate(blocks, 1):
-        if block.lstrip().startswith("scripts/"):
+        if SET_UP.match(block):
             continue
         for old, new in replacements:
             block = block.replace(old, new)
