@@ -19,7 +19,8 @@ uncovered.
 """
 
 import itertools
-from typing import Dict, Iterable, Iterator, List, Mapping, Sequence, Tuple
+from typing import (Dict, Iterable, Iterator, List, Mapping, Optional,
+                    Sequence, Tuple)
 
 import torch
 
@@ -408,7 +409,7 @@ def sub_param_map(shape, sub_dim_sizes, shard_widths,
     shard_shapes = {r: _narrowed(shape, partition_dim,
                                  sum(w[r] for w in shard_widths))
                     for r in ranks}
-    pieces = {r: [] for r in ranks}
+    pieces: Dict[int, List[AffinePiece]] = {r: [] for r in ranks}
     placed = {r: 0 for r in ranks}
     start = 0
     for size, widths in zip(sub_dim_sizes, shard_widths):
@@ -433,7 +434,7 @@ def segmented_map(shape, segments, partition_dim, tp_degree,
     shape = tuple(shape)
     strides = row_major_strides(shape)
     ranks = list(range(tp_degree))
-    widths_of = []
+    widths_of: List[Optional[Sequence[int]]] = []
     splits = iter(split_widths)
     for size, replicated in segments:
         if replicated:
@@ -450,19 +451,19 @@ def segmented_map(shape, segments, partition_dim, tp_degree,
                      sum(size if w is None else w[r]
                          for (size, _), w in zip(segments, widths_of)))
         for r in ranks}
-    pieces = {r: [] for r in ranks}
+    pieces: Dict[int, List[AffinePiece]] = {r: [] for r in ranks}
     placed = {r: 0 for r in ranks}
     start = 0
-    for (size, replicated), widths in zip(segments, widths_of):
+    for (size, replicated), cut in zip(segments, widths_of):
         for rank in ranks:
-            extent = size if widths is None else widths[rank]
-            offset = start if widths is None else start + sum(widths[:rank])
+            extent = size if cut is None else cut[rank]
+            offset = start if cut is None else start + sum(cut[:rank])
             dest = row_major_strides(shard_shapes[rank])
             pieces[rank].append(AffinePiece(
                 _narrowed(shape, partition_dim, extent),
                 offset * strides[partition_dim], strides,
                 placed[rank] * dest[partition_dim], dest,
-                ranks if widths is None else [rank]))
+                ranks if cut is None else [rank]))
             placed[rank] += extent
         start += size
     return ParamAffineMap(shape, shard_shapes, pieces)

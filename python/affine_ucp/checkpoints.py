@@ -9,9 +9,12 @@ has stopped.
 """
 
 import os
-from typing import Callable, Dict, Optional
+from typing import TYPE_CHECKING, Callable, Dict, Optional
 
 from . import _core
+
+if TYPE_CHECKING:  # For the annotations; imported where a tensor is made.
+    import torch
 
 Progress = Optional[Callable[[int, int, int], None]]
 

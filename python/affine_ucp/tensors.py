@@ -9,41 +9,45 @@ non-contiguous target is written through a contiguous copy that is then
 copied back.
 """
 
-from typing import Dict, Mapping, Optional, Union
+import operator
+import sys
+from typing import TYPE_CHECKING, Dict, Mapping, Optional, Union
 
 from . import _core
 from .errors import VerificationError
 
-try:
-    import torch
-except ImportError:  # numpy arrays still work.
-    torch = None
-try:
+if TYPE_CHECKING:  # Names for the annotations; never imported to run.
     import numpy
-except ImportError:
-    numpy = None
+    import torch
 
 # The state of a tensor -> the power of the scale it carries (fp32 and
 # param 1, exp_avg -1, exp_avg_sq -2): the C++ core's one table.
 _STATE_POWERS = _core.state_scale_powers
 
-_TORCH_TYPES = {}
-if torch is not None:
-    _TORCH_TYPES = {
-        torch.float64: "f64", torch.float32: "f32", torch.float16: "f16",
-        torch.bfloat16: "bf16", torch.int64: "i64", torch.int32: "i32",
-        torch.int16: "i16", torch.int8: "i8", torch.uint8: "u8",
-        torch.bool: "bool",
-    }
-_NUMPY_TYPES = {}
-if numpy is not None:
-    _NUMPY_TYPES = {
-        numpy.dtype(numpy.float64): "f64", numpy.dtype(numpy.float32): "f32",
-        numpy.dtype(numpy.float16): "f16", numpy.dtype(numpy.int64): "i64",
-        numpy.dtype(numpy.int32): "i32", numpy.dtype(numpy.int16): "i16",
-        numpy.dtype(numpy.int8): "i8", numpy.dtype(numpy.uint8): "u8",
-        numpy.dtype(numpy.bool_): "bool",
-    }
+# The element types the executor moves, by their names in torch and numpy.
+_DTYPE_NAMES = {
+    "float64": "f64", "float32": "f32", "float16": "f16", "bfloat16": "bf16",
+    "int64": "i64", "int32": "i32", "int16": "i16", "int8": "i8",
+    "uint8": "u8", "bool": "bool",
+}
+
+
+def _loaded(module: str):
+    """`module` if the program has imported it, else None. A torch tensor
+    or a numpy array exists only once its module is imported, so this
+    package never imports torch (seconds) or numpy just to recognise one."""
+    return sys.modules.get(module)
+
+
+def _dtype_name(dtype) -> str:
+    """The executor's name of a torch or numpy dtype, or a ValueError that
+    lists the ones it moves."""
+    name = str(dtype).replace("torch.", "")
+    if name not in _DTYPE_NAMES:
+        raise ValueError(f"dtype {name} is not one affine_ucp moves; "
+                         f"expected one of {', '.join(_DTYPE_NAMES)}")
+    return _DTYPE_NAMES[name]
+
 
 Array = Union["torch.Tensor", "numpy.ndarray"]
 
@@ -52,8 +56,15 @@ def get_scale_power(state: Optional[str] = None,
                     scale_power: Optional[int] = None) -> int:
     """The scale power of a tensor: given, or its optimizer state's (fp32 /
     param 1, exp_avg -1, exp_avg_sq -2); both must agree."""
+    if scale_power is not None:
+        try:
+            scale_power = operator.index(scale_power)
+        except TypeError:
+            raise TypeError(f"scale_power: expected an int (-2, -1, 0 or 1), "
+                            f"got {type(scale_power).__name__} "
+                            f"{scale_power!r}") from None
     if state is None:
-        return 1 if scale_power is None else int(scale_power)
+        return 1 if scale_power is None else scale_power
     if state not in _STATE_POWERS:
         raise ValueError(f"state '{state}': expected one of "
                          f"{', '.join(_STATE_POWERS)}")
@@ -71,16 +82,14 @@ class _Buffer:
     def __init__(self, array: Array, writable: bool):
         self.original = array
         self.write_back = False
+        torch, numpy = _loaded("torch"), _loaded("numpy")
         if torch is not None and isinstance(array, torch.Tensor):
             if array.device.type != "cpu":
                 raise ValueError(
                     f"a tensor on {array.device}: affine_ucp copies CPU "
                     "tensors (the CUDA executor runs from affine-run "
                     "--device cuda)")
-            if array.dtype not in _TORCH_TYPES:
-                raise ValueError(f"dtype {array.dtype} is not one affine_ucp "
-                                 "moves")
-            self.dtype = _TORCH_TYPES[array.dtype]
+            self.dtype = _dtype_name(array.dtype)
             flat = array.detach()
             if not flat.is_contiguous():
                 flat = flat.contiguous()
@@ -89,12 +98,9 @@ class _Buffer:
             self.address = flat.data_ptr()
             self.elements = flat.numel()
         elif numpy is not None and isinstance(array, numpy.ndarray):
-            if array.dtype not in _NUMPY_TYPES:
-                raise ValueError(f"dtype {array.dtype} is not one affine_ucp "
-                                 "moves")
+            self.dtype = _dtype_name(array.dtype)
             if writable and not array.flags.writeable:
                 raise ValueError("a read-only array cannot be a target")
-            self.dtype = _NUMPY_TYPES[array.dtype]
             flat = numpy.ascontiguousarray(array)
             self.write_back = writable and flat is not array and \
                 not numpy.shares_memory(flat, array)
@@ -109,6 +115,7 @@ class _Buffer:
         """Copies a non-contiguous target's result back into it."""
         if not self.write_back:
             return
+        torch = _loaded("torch")
         if torch is not None and isinstance(self.original, torch.Tensor):
             with torch.no_grad():
                 self.original.copy_(self.array)
@@ -117,9 +124,10 @@ class _Buffer:
 
 
 def _empty_like(example: Array, shape) -> Array:
+    torch = _loaded("torch")
     if torch is not None and isinstance(example, torch.Tensor):
         return torch.empty(tuple(shape), dtype=example.dtype)
-    return numpy.empty(tuple(shape), dtype=example.dtype)
+    return _loaded("numpy").empty(tuple(shape), dtype=example.dtype)
 
 
 def _check_map(map) -> None:
@@ -135,6 +143,7 @@ def run_plan(plan, sources: Mapping[int, Array],
     (allocated where not given, in the plan's shard shapes). Every source
     shard the plan reads and every target shard it writes must be there,
     of the plan's size and of one dtype."""
+    scale_power = get_scale_power(None, scale_power)
     program = _core.lower(plan)
     missing = [r for r in program.source_elements if r not in sources]
     if missing:

@@ -5,6 +5,8 @@ import ast
 import inspect
 import os
 import re
+import subprocess
+import sys
 
 from affine_ucp import _core
 
@@ -36,3 +38,14 @@ def test_stubs_match_the_extension():
         signature = value.__doc__.splitlines()[0]
         params = re.findall(r"(\w+): ", signature.split("->")[0])
         assert params == kind, name
+
+
+def test_mypy_finds_no_fault_in_the_package(tmp_path):
+    # The package and its stubs type-check (mypy from scripts/install-deps),
+    # so the annotations a user's checker reads are true.
+    package = os.path.dirname(os.path.dirname(_core.__file__))
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path),
+         "affine_ucp"], cwd=package, capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "Success: no issues found" in result.stdout

@@ -2,6 +2,9 @@
 random layouts and every dtype, views and non-contiguous tensors, numpy,
 scale powers, replica checks and refusals."""
 
+import subprocess
+import sys
+
 import numpy
 import pytest
 import torch
@@ -131,3 +134,31 @@ def test_refusals_name_the_rank_and_sizes():
     with pytest.raises(u.VerificationError):
         u.extract(u.ParamMap("w", [4], 1, [u.Shard(0, [2], [
             u.Piece([2], 0, [1], 0, [1], [0])])]), torch.zeros(4))
+
+
+def test_wrong_arguments_say_what_was_expected():
+    m = u.split_layout("w", [4], 0, [2, 2])
+    for wrong in (1.5, "1", 2.0):
+        with pytest.raises(TypeError, match="scale_power: expected an int"):
+            u.extract(m, torch.zeros(4), scale_power=wrong)
+    [plan] = u.compose([m], [u.full_tensor_map(m)], "lowest")
+    with pytest.raises(TypeError, match="scale_power: expected an int"):
+        u.run_plan(plan, {0: torch.zeros(2), 1: torch.zeros(2)},
+                   scale_power=0.5)
+    assert u.get_scale_power(None, numpy.int64(-1)) == -1
+    with pytest.raises(ValueError, match="dtype complex64 is not one "
+                       "affine_ucp moves; expected one of f.*float32"):
+        u.extract(m, numpy.zeros(4, dtype=numpy.complex64))
+    with pytest.raises(ValueError, match="dtype complex64 is not one "
+                       "affine_ucp moves"):
+        u.extract(m, torch.zeros(4, dtype=torch.complex64))
+
+
+def test_import_leaves_torch_and_numpy_unloaded():
+    # Importing torch takes seconds: the package imports it only when a
+    # function that makes torch tensors runs.
+    code = ("import sys, affine_ucp, affine_ucp.checkpoints; "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], check=True,
+                         capture_output=True, text=True).stdout
+    assert out.strip() == "[]"
