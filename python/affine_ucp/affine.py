@@ -25,7 +25,7 @@ from typing import (Dict, Iterable, Iterator, List, Mapping, Optional,
 import torch
 
 from . import _core
-from .tensors import run_plan
+from .tensors import _holding_ranks, _with_empty_shards, run_plan
 
 __all__ = [
     'AffinePiece', 'ParamAffineMap', 'AFFINE_MAP_FORMAT_VERSION',
@@ -319,15 +319,16 @@ def _ravel(index: Sequence[int], shape: Sequence[int]) -> int:
 
 def _check_replicas(core: _core.ParamMap,
                     flat: Mapping[int, torch.Tensor]) -> None:
-    """Every holder given of a replicated block holds the same bytes."""
-    given = {s.rank for s in core.shards if s.rank in flat}
-    if given != {s.rank for s in core.shards}:
+    """Every holder of a replicated block holds the same bytes, when every
+    rank holding elements is given."""
+    if not flat or not _holding_ranks(core) <= set(flat):
         return
     contiguous = {r: t.contiguous() for r, t in flat.items()}
     try:
-        _core.check_replicas(core, {r: t.data_ptr()
-                                    for r, t in contiguous.items()},
-                             next(iter(contiguous.values())).element_size())
+        _core.check_replicas(
+            core, _with_empty_shards(core, {r: t.data_ptr()
+                                            for r, t in contiguous.items()}),
+            next(iter(contiguous.values())).element_size())
     except ValueError as error:
         raise ValueError(f'{error}: ranks hold different data for the same '
                          'block of a replicated parameter.') from None

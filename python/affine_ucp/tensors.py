@@ -142,18 +142,20 @@ def run_plan(plan, sources: Mapping[int, Array],
     """Executes one parameter's plan from source shards into target shards
     (allocated where not given, in the plan's shard shapes). Every source
     shard the plan reads and every target shard it writes must be there,
-    of the plan's size and of one dtype."""
+    of the plan's size and of one dtype; a source shard of no elements (an
+    AutoEP rank holding no expert) may be left out."""
     scale_power = get_scale_power(None, scale_power)
     program = _core.lower(plan)
-    missing = [r for r in program.source_elements if r not in sources]
+    missing = [r for r, count in program.source_elements.items()
+               if r not in sources and count > 0]
     if missing:
         raise KeyError(f"parameter '{plan.name}': no source shard of rank "
                        f"{missing[0]}")
     inputs = {rank: _Buffer(sources[rank], False)
-              for rank in program.source_elements}
+              for rank in program.source_elements if rank in sources}
     if not inputs:
         raise ValueError(f"parameter '{plan.name}': no source shard is read")
-    example = sources[next(iter(program.source_elements))]
+    example = inputs[next(iter(inputs))].original
     targets = dict(targets or {})
     for rank, shape in plan.target_shards.items():
         if rank not in targets:
@@ -164,8 +166,10 @@ def run_plan(plan, sources: Mapping[int, Array],
     if len(types) > 1:
         raise ValueError(f"parameter '{plan.name}': shards of several dtypes "
                          f"({', '.join(sorted(types))})")
-    _core.execute(program,
-                  {r: (b.address, b.elements) for r, b in inputs.items()},
+    addresses = {r: (b.address, b.elements) for r, b in inputs.items()}
+    addresses.update({r: (0, 0) for r in program.source_elements
+                      if r not in inputs})  # Empty shards, never read.
+    _core.execute(program, addresses,
                   {r: (b.address, b.elements) for r, b in outputs.items()},
                   types.pop(), threads, plan.name, scale_power)
     for buffer in outputs.values():
@@ -204,18 +208,29 @@ def rebuild(map, shards: Mapping[int, Array], *, state: Optional[str] = None,
     data."""
     power = get_scale_power(state, scale_power)
     _check_map(map)
-    if check_replicas:
+    if check_replicas and shards:
         given = {r: _Buffer(t, False) for r, t in shards.items()}
-        held = {s.rank for s in map.shards}
-        if held <= set(given):
+        if _holding_ranks(map) <= set(given):
             _core.check_replicas(
-                map, {r: b.address for r, b in given.items()},
+                map, _with_empty_shards(
+                    map, {r: b.address for r, b in given.items()}),
                 _element_size(next(iter(given.values())).dtype))
     whole = _core.full_tensor_map(map)
     [plan] = _core.compose([_restrict(map, set(shards))], [whole], "lowest")
     targets = run_plan(plan, shards, {0: out} if out is not None else None,
                        scale_power=power, threads=threads)
     return _shape(targets[0], map.logical_shape)
+
+
+def _holding_ranks(map) -> set:
+    """The ranks whose shard holds at least one element."""
+    return {s.rank for s in map.shards if all(s.shape)}
+
+
+def _with_empty_shards(map, addresses: Dict[int, int]) -> Dict[int, int]:
+    """`addresses` (rank -> shard data) with the shards of no elements that
+    were left out added, at address 0: nothing is read from them."""
+    return {**{s.rank: 0 for s in map.shards}, **addresses}
 
 
 def _restrict(map, ranks):

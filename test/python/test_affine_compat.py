@@ -5,6 +5,7 @@ exceptions and the phrases tests match on."""
 import pytest
 import torch
 
+import affine_ucp as u
 from affine_ucp import affine as A
 
 
@@ -148,3 +149,29 @@ def test_scaled_helper_and_scaled_rebuild():
 def test_repr_of_a_map():
     assert repr(A.contiguous_split_map((4,), [2, 2], 0)) == (
         "ParamAffineMap(logical_shape=(4,), pieces_per_rank={0: 1, 1: 1})")
+
+
+def test_a_rank_holding_no_expert_needs_no_shard():
+    # AutoEP may leave a rank without experts: DeepSpeed rebuilds without a
+    # shard for it, and so does affine_ucp, still checking the replicas of
+    # the ranks that hold elements, and still asking for those.
+    experts = A.block_gather_map((4, 2), {0: [0, 1], 1: [2, 3], 2: []}, 1, 0)
+    full = torch.arange(8.0).view(4, 2)
+    shards = {r: experts.extract(full, r) for r in (0, 1)}
+    assert torch.equal(experts.rebuild(shards), full)
+    with pytest.raises(KeyError, match="no source shard of rank 1"):
+        experts.rebuild({0: shards[0]})
+
+    def piece():
+        return A.AffinePiece((2, 2), 0, (2, 1), 0, (2, 1), {0, 1})
+    replicated = A.ParamAffineMap((2, 2), {0: (2, 2), 1: (2, 2), 2: (0, 2)},
+                                  {0: [piece()], 1: [piece()], 2: []})
+    shards = {0: torch.ones(2, 2), 1: torch.ones(2, 2)}
+    assert torch.equal(replicated.rebuild(shards), torch.ones(2, 2))
+    assert torch.equal(u.rebuild(replicated._to_core("e"), shards),
+                       torch.ones(2, 2))
+    shards[1][1, 1] = 5
+    with pytest.raises(ValueError, match=r"replicated element \[1, 1\]"):
+        replicated.rebuild(shards)
+    with pytest.raises(ValueError, match=r"replicated element \[1, 1\]"):
+        u.rebuild(replicated._to_core("e"), shards)
