@@ -171,22 +171,8 @@ llvm::Error ucp::checkParamMap(const ParamMap &map) {
   auto refuse = [&](const llvm::Twine &why) {
     return makeError("parameter '" + map.name + "': " + why.str());
   };
-  if (std::string error = checkParamHeader(map.logicalShape, map.worldSize,
-                                           map.originalVocabSize);
-      !error.empty())
+  if (std::string error = checkMapInvariants(map); !error.empty())
     return refuse(error);
-  for (const Shard &shard : map.shards) {
-    if (std::string error =
-            checkShardHeader(shard.rank, shard.shape, map.worldSize);
-        !error.empty())
-      return refuse("rank " + std::to_string(shard.rank) + ": " + error);
-    for (auto [i, piece] : llvm::enumerate(shard.pieces))
-      if (std::string error = checkPiece(piece, map.logicalShape, shard.shape,
-                                         shard.rank, map.worldSize);
-          !error.empty())
-        return refuse("rank " + std::to_string(shard.rank) + " piece #" +
-                      std::to_string(i) + ": " + error);
-  }
   VerifyReport report = verifyParamMap(map);
   if (report.ok())
     return llvm::Error::success();

@@ -3,6 +3,7 @@
 #include "ucp/Map/Invariants.h"
 #include "ucp/Map/Indexing.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/MathExtras.h"
 
 #include <cmath>
@@ -177,4 +178,24 @@ std::string ucp::checkPiece(const Piece &piece, ArrayRef<int64_t> logicalShape,
     return "scale " + formatScale(piece.scale) +
            " has no finite inverse, so no shard could be rebuilt";
   return {};
+}
+
+std::string ucp::checkMapInvariants(const ParamMap &map) {
+  if (std::string error = checkParamHeader(map.logicalShape, map.worldSize,
+                                           map.originalVocabSize);
+      !error.empty())
+    return error;
+  for (const Shard &shard : map.shards) {
+    std::string rank = "rank " + std::to_string(shard.rank);
+    if (std::string error =
+            checkShardHeader(shard.rank, shard.shape, map.worldSize);
+        !error.empty())
+      return rank + ": " + error;
+    for (auto [i, piece] : llvm::enumerate(shard.pieces))
+      if (std::string error = checkPiece(piece, map.logicalShape, shard.shape,
+                                         shard.rank, map.worldSize);
+          !error.empty())
+        return rank + " piece #" + std::to_string(i) + ": " + error;
+  }
+  return "";
 }

@@ -14,6 +14,7 @@
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Map/Indexing.h"
+#include "ucp/Map/Invariants.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Plan/CopyProgram.h"
 
@@ -165,8 +166,14 @@ static void bindShardAndMap(py::module_ &m) {
              llvm::sort(shards, [](const Shard &a, const Shard &b) {
                return a.rank < b.rank;
              });
-             return ParamMap{std::move(name), toExtents(shape), world,
-                             std::move(shards), vocab};
+             ParamMap map{std::move(name), toExtents(shape), world,
+                          std::move(shards), vocab};
+             // A map whose views leave their buffers never reaches the
+             // verifier or the executor, which trust the local invariants.
+             if (std::string error = checkMapInvariants(map); !error.empty())
+               throw py::value_error("parameter '" + map.name + "': " +
+                                     error);
+             return map;
            }),
            py::arg("name"), py::arg("logical_shape"), py::arg("world_size"),
            py::arg("shards"), py::arg("original_vocab_size") = py::none())

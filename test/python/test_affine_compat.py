@@ -91,9 +91,34 @@ def test_holders_and_uncovered_offsets():
 def test_pieces_must_account_for_their_shard():
     m = A.contiguous_split_map((4,), [2, 2], 0)
     m.shard_shapes[1] = (3,)
-    with pytest.raises(AssertionError, match="Rank 1 holds a shard of 3 "
+    # ValueError, as DeepSpeed's validate raises (an assert would vanish
+    # under python -O).
+    with pytest.raises(ValueError, match="Rank 1 holds a shard of 3 "
                        "elements but its pieces account for 2"):
         m.validate()
+
+
+def test_two_pieces_writing_one_shard_address_are_refused():
+    # The counts agree (2 + 2 = 4), but both pieces write the shard's head
+    # and nothing writes its tail.
+    def piece(source, dest):
+        return A.AffinePiece((2,), source, (1,), dest, (1,), [0])
+    twice = A.ParamAffineMap((4,), {0: (4,)}, {0: [piece(0, 0), piece(2, 0)]})
+    with pytest.raises(ValueError, match="Rank 0 writes shard address 0 "
+                       "twice, so one piece would silently overwrite"):
+        twice.validate()
+    # Strided pieces too (DeepSpeed's interval scan cannot see these): two
+    # column pieces of a [2, 2] shard both on column 0.
+    column = A.ParamAffineMap((2, 2), {0: (2, 2)}, {0: [
+        A.AffinePiece((2, 1), 0, (2, 1), 0, (2, 1), [0]),
+        A.AffinePiece((2, 1), 1, (2, 1), 0, (2, 1), [0])]})
+    with pytest.raises(ValueError, match="Rank 0 writes shard address 0 "
+                       "twice"):
+        column.validate()
+    outside = A.ParamAffineMap((4,), {0: (4,)}, {0: [piece(0, 0),
+                                                      piece(2, 3)]})
+    with pytest.raises(ValueError, match="rank 0 piece #1: .*shard"):
+        outside.validate()
 
 
 def test_a_piece_spanning_other_holders_is_refused():

@@ -68,6 +68,11 @@ std::string checkPiece(const Piece &piece, llvm::ArrayRef<int64_t> logicalShape,
                        llvm::ArrayRef<int64_t> shardShape, int64_t rank,
                        int64_t worldSize);
 
+/// Checks the local invariants of all of `map`: its header, then each
+/// shard's header and pieces; the first one broken, named by rank and
+/// piece ("rank 1 piece #0: ..."). Says nothing of P1, P5 or tiling.
+std::string checkMapInvariants(const ParamMap &map);
+
 } // namespace ucp
 
 #endif // UCP_MAP_INVARIANTS_H
