@@ -98,6 +98,11 @@ struct StorageFill {
 llvm::Error writeFile(const std::string &path, const PickleDocument &document,
                       llvm::ArrayRef<StorageFill> storages);
 
+/// universal_checkpoint_info's `affine_map` for `model` at TP `tp`: every
+/// parameter's map, as DeepSpeed's to_dict writes it (rank keys as ints).
+PickleRef buildAffineMapDocument(PickleBuilder &b, const Model &model,
+                                 int64_t tp);
+
 /// A pipeline of `stages` stages of DeepSpeed's PipelineModule: an
 /// embedding, `layers` blocks (LayerNorm, Linear up, Linear down, with
 /// biases), a final LayerNorm and a head (its own Linear with bias, or the

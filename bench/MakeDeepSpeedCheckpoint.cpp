@@ -115,6 +115,12 @@ static cl::opt<std::string> breakReplica(
              "TP rank with its first element changed: a checkpoint whose "
              "replicas disagree, for the tests of the replica checks"),
     cl::value_desc("name"), cl::cat(generatorCategory));
+static cl::opt<bool> recordAffineMap(
+    "affine-map",
+    cl::desc("with --tp: record every parameter's TP map in "
+             "universal_checkpoint_info's affine_map, as DeepSpeed's layers "
+             "that publish one do"),
+    cl::cat(generatorCategory));
 static cl::opt<bool> breakStep(
     "break-step",
     cl::desc("write the last DP rank's Adam step one higher than the "
@@ -274,12 +280,17 @@ static PickleRef buildUniversalInfo(PickleBuilder &b, const Model &model) {
     return b.list(items);
   };
   auto s = [&](llvm::StringRef text) { return b.string(text); };
-  return b.dict({{s("universal_checkpoint_version"), b.number(0.4)},
-                 {s("parameter_with_row_parallelism_patterns"), list(rows)},
-                 {s("tp_replicated_parameter_patterns"), list(replicated)},
-                 {s("vocabulary_parameter_patterns"), b.list({})},
-                 {s("parameter_with_sub_params"), b.list({})},
-                 {s("autotp_unsupported_parameter_patterns"), b.dict({})}});
+  std::vector<std::pair<PickleRef, PickleRef>> info = {
+      {s("universal_checkpoint_version"), b.number(0.4)},
+      {s("parameter_with_row_parallelism_patterns"), list(rows)},
+      {s("tp_replicated_parameter_patterns"), list(replicated)},
+      {s("vocabulary_parameter_patterns"), b.list({})},
+      {s("parameter_with_sub_params"), b.list({})},
+      {s("autotp_unsupported_parameter_patterns"), b.dict({})}};
+  if (recordAffineMap)
+    info.push_back(
+        {s("affine_map"), buildAffineMapDocument(b, model, tpDegree)});
+  return b.dict(info);
 }
 
 /// The name of TP rank `t`'s part of a file name ("mp_rank_01").
@@ -510,13 +521,14 @@ int main(int argc, char **argv) {
   }
   if ((stage != 1 && stage != 2) || dp < 1 || dp > kMaxWorldSize ||
       tpDegree < 1 || tpDegree > kMaxWorldSize / dp ||
-      (tpDegree > 1 && !like.empty()) ||
+      (tpDegree > 1 && !like.empty()) || (recordAffineMap && tpDegree < 2) ||
       (bf16Optimizer && (stage != 1 || dtype != DType::BF16)) ||
       pipelineStages < 0 ||
       (pipelineStages > 0 && (tpDegree > 1 || !like.empty()))) {
     llvm::errs()
         << "ucp-make-deepspeed-checkpoint: --stage 1|2, --dp and --tp with "
-           "dp x tp in [1, 2^20], --tp without --like; "
+           "dp x tp in [1, 2^20], --tp without --like; --affine-map with "
+           "--tp 2 or more; "
            "--bf16-optimizer with bf16 and stage 1; --pp without --tp or "
            "--like\n";
     return 1;

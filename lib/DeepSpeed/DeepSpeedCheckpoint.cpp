@@ -16,7 +16,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "ucp/Engine/Executor.h"
 #include "ucp/Formats/Json/LegacyDocument.h"
-#include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Layout/NestedLayout.h"
 #include "ucp/Layout/TensorParallelLayouts.h"
@@ -281,17 +280,8 @@ Error DeepSpeedReader::readTensorParallelLayout() {
     for (llvm::StringRef key :
          {"expert_parameter_patterns", "ds_autoep_layers", "autoep_layers"})
       rest.erase(key);
-  // A map the checkpoint carries wins over the categories (spec §6.3).
-  if (rest.erase("affine_map")) {
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    os << *info;
-    Expected<std::vector<ParamMap>> maps = parseMapDocument(text);
-    if (!maps)
-      return inInfo(maps.takeError());
-    for (ParamMap &map : *maps)
-      affineMaps[map.name] = std::move(map);
-  }
+  // A map the checkpoint carries (affine_map) wins over the categories
+  // (spec §6.3): parseLegacyCategories reads it.
   Expected<LegacyCategories> parsed =
       parseLegacyCategories(llvm::json::Value(std::move(rest)));
   if (!parsed)
@@ -305,24 +295,7 @@ DeepSpeedReader::buildTpMap(llvm::StringRef name,
                             llvm::ArrayRef<Extents> shapes) const {
   if (files.tp == 1)
     return buildReplicatedLayout(name, shapes[0], 1);
-  auto map = affineMaps.find(name.str());
-  if (map == affineMaps.end())
-    return lowerObservedParam(name, shapes, *categories);
-  for (auto [rank, shape] : llvm::enumerate(shapes)) {
-    const std::vector<Shard> &shards = map->second.shards;
-    auto shard = llvm::find_if(shards, [&](const Shard &s) {
-      return s.rank == static_cast<int64_t>(rank);
-    });
-    if (map->second.worldSize != files.tp || shard == shards.end() ||
-        shard->shape != shape)
-      return makeError(
-          "parameter '" + name +
-          "': the affine_map of universal_checkpoint_info does not "
-          "give TP rank " +
-          std::to_string(rank) + " the shape " + formatList(shape) +
-          " its files hold");
-  }
-  return map->second;
+  return lowerObservedParam(name, shapes, *categories);
 }
 
 Expected<ParamMap>

@@ -309,7 +309,6 @@ private:
   CheckpointFiles files;
   std::vector<ModelStates> models;
   std::vector<TensorStates> optimizers;
-  std::map<std::string, ParamMap> affineMaps;
   /// Per group: the AutoEP layer of each of its parameters, if experts.
   std::vector<std::vector<std::optional<size_t>>> expertLayers;
   std::set<size_t> expertGroups;

@@ -8,13 +8,15 @@
 // source's degree, or the parameter is refused. A split DeepSpeed may make
 // by whole kv heads needs the model's num_kv_heads, which a checkpoint
 // records only sometimes: without it such a parameter is refused rather
-// than split by a guess.
+// than split by a guess. A parameter whose map the checkpoint carries
+// (affine_map) moves to another degree only with --target-map, but to TP 1.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Retargeter.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Layout/SplitSizes.h"
+#include "ucp/Layout/TensorParallelLayouts.h"
 
 #include "ucp/Support/Error.h"
 #include "llvm/ADT/StringMap.h"
@@ -54,6 +56,7 @@ static std::string formatShapes(llvm::ArrayRef<Extents> shapes) {
 /// entry's sub-parameters split again by the rule.
 static Expected<LegacyCategories>
 getTargetCategories(LegacyCategories categories, int64_t tp) {
+  categories.affineMaps.clear(); // They hold at the source's degree.
   for (auto &[key, widths] : categories.subParamShardWidths) {
     auto category = llvm::find_if(categories.subParams, [&](const auto &c) {
       return llvm::is_contained(c.patterns, key);
@@ -167,6 +170,24 @@ Error Retargeter::planTensorParallel() {
   sourceRows.vocabulary.clear();
   targetRows.vocabulary.clear();
   for (const DeepSpeedParam &param : params) {
+    // A recorded map says where the shards are at the source's degree and
+    // nothing of another's but TP 1's, where every tensor is whole.
+    if (source.affineMaps.count(param.name)) {
+      if (tp != 1)
+        return makeError("parameter '" + param.name +
+                         "': its TP map is the affine_map the checkpoint "
+                         "carries, at TP " +
+                         std::to_string(sourceTp) +
+                         ", and no rule gives it at TP " + std::to_string(tp) +
+                         ": give the target's maps with --target-map");
+      Expected<ParamMap> whole =
+          buildReplicatedLayout(param.name, param.tpMap.logicalShape, 1);
+      if (!whole)
+        return whole.takeError();
+      tpShapes.push_back({whole->logicalShape});
+      tpMaps.push_back(std::move(*whole));
+      continue;
+    }
     Expected<UniversalMerge> merge = classifyUniversalMerge(param.name, source);
     if (!merge)
       return merge.takeError();

@@ -154,6 +154,18 @@ Expected<ParamMap> ucp::lowerLegacyParam(const LegacyParam &param,
   if (std::string error = checkWorldSize(tp, "the tensor-parallel degree");
       !error.empty())
     return refuse(param, error);
+  if (auto recorded = categories.affineMaps.find(param.name);
+      recorded != categories.affineMaps.end()) {
+    const ParamMap &map = recorded->second;
+    Extents shape = param.meta.logicalShape.value_or(param.shape);
+    if (map.worldSize != tp || map.logicalShape != shape)
+      return refuse(param, "the affine_map the metadata carries maps " +
+                               formatList(map.logicalShape) + " at TP " +
+                               std::to_string(map.worldSize) + ", not " +
+                               formatList(shape) + " at TP " +
+                               std::to_string(tp));
+    return map;
+  }
   if (llvm::Error error = checkSupported(param, categories))
     return std::move(error);
   if (param.meta.any())
@@ -290,20 +302,36 @@ static Expected<ParamMap> lowerBranch(const LegacyParam &param,
   return map;
 }
 
+/// The layout of `param`, whose TP shards have `shapes`: the map the
+/// metadata carries, or its categories' branch at those shapes.
+static Expected<ParamMap>
+lowerObservedLayout(const LegacyParam &param, llvm::ArrayRef<Extents> shapes,
+                    const LegacyCategories &categories) {
+  if (auto recorded = categories.affineMaps.find(param.name);
+      recorded != categories.affineMaps.end())
+    return recorded->second;
+  if (llvm::Error error = checkSupported(param, categories))
+    return std::move(error);
+  Expected<Branch> branch = classify(param, categories);
+  if (!branch)
+    return branch.takeError();
+  return lowerBranch(param, *branch, shapes, categories);
+}
+
 Expected<ParamMap> ucp::lowerObservedParam(llvm::StringRef name,
                                            llvm::ArrayRef<Extents> shapes,
                                            const LegacyCategories &categories) {
   LegacyParam param{name.str(), {}, {}};
   if (shapes.empty())
     return refuse(param, "no tensor-parallel shard");
-  if (llvm::Error error = checkSupported(param, categories))
-    return std::move(error);
-  Expected<Branch> branch = classify(param, categories);
-  if (!branch)
-    return branch.takeError();
-  Expected<ParamMap> map = lowerBranch(param, *branch, shapes, categories);
+  Expected<ParamMap> map = lowerObservedLayout(param, shapes, categories);
   if (!map)
     return map.takeError();
+  if (map->worldSize != static_cast<int64_t>(shapes.size()))
+    return refuse(param, "its layout is over " +
+                             std::to_string(map->worldSize) +
+                             " ranks, and its shards over " +
+                             std::to_string(shapes.size()) + " TP ranks");
   for (auto [rank, shape] : llvm::enumerate(shapes)) {
     auto shard = llvm::find_if(map->shards, [&](const Shard &s) {
       return s.rank == static_cast<int64_t>(rank);
@@ -323,6 +351,7 @@ ucp::classifyUniversalMerge(llvm::StringRef name,
                             const LegacyCategories &categories) {
   LegacyParam param{name.str(), {}, {}};
   UniversalMerge merge;
+  bool mapped = categories.affineMaps.count(param.name);
   auto use = [&](llvm::ArrayRef<std::string> patterns) -> Expected<bool> {
     Expected<std::optional<std::string>> match = findMatch(patterns, name);
     if (!match)
@@ -350,23 +379,33 @@ ucp::classifyUniversalMerge(llvm::StringRef name,
     Expected<bool> average = use(categories.average);
     if (!average)
       return average.takeError();
-    if (*average)
+    if (*average && !mapped)
       return refuse(param, "DeepSpeed averages its TP shards, a reduction "
                            "that no layout describes");
-    Expected<bool> two = use(categories.twoSubParamsCatDim0);
-    if (!two)
-      return two.takeError();
-    if (*two) {
-      merge.catDim = 0;
-      merge.subParamCount = 2;
-    } else if (subParams) {
-      merge.subParams = subParams;
-    } else {
-      Expected<bool> row = use(categories.rowParallel);
-      if (!row)
-        return row.takeError();
-      merge.catDim = *row ? 1 : 0;
+    // An averaged parameter with a map is merged by the map: the chain
+    // ends there.
+    if (!*average) {
+      Expected<bool> two = use(categories.twoSubParamsCatDim0);
+      if (!two)
+        return two.takeError();
+      if (*two) {
+        merge.catDim = 0;
+        merge.subParamCount = 2;
+      } else if (subParams) {
+        merge.subParams = subParams;
+      } else {
+        Expected<bool> row = use(categories.rowParallel);
+        if (!row)
+          return row.takeError();
+        merge.catDim = *row ? 1 : 0;
+      }
     }
+  }
+  // A map replaces the categories' merge; the patterns stay used.
+  if (mapped) {
+    merge.catDim.reset();
+    merge.subParamCount.reset();
+    merge.subParams.reset();
   }
   Expected<bool> vocabulary = use(categories.vocabulary);
   if (!vocabulary)

@@ -53,6 +53,10 @@ struct LegacyCategories {
   /// num_kv_heads and tp_grain_size, for DeepSpeed's split rule.
   std::optional<int64_t> numKvHeads;
   int64_t grainSize = 1;
+  /// affine_map: the maps the metadata carries, by parameter name. A
+  /// parameter's map wins over every category (DeepSpeed's converter
+  /// prefers it too); it holds at the TP degree it was written for only.
+  std::map<std::string, ParamMap> affineMaps;
 };
 
 /// AutoTP's per-parameter restore metadata (spec §4.2).
@@ -79,16 +83,18 @@ struct LegacyParam {
   AutoTpMeta meta;
 };
 
-/// Returns the canonical map of `param` at tensor-parallel degree `tp`.
+/// Returns the canonical map of `param` at tensor-parallel degree `tp`: the
+/// map the metadata carries for it, or its categories' layout.
 llvm::Expected<ParamMap> lowerLegacyParam(const LegacyParam &param,
                                           const LegacyCategories &categories,
                                           int64_t tp);
 
 /// Returns the canonical map of the parameter `name` whose TP shards have
-/// `shapes` (one per TP rank, as a checkpoint records them): its branch in
-/// `categories` fixes how it is split (replicated, along a dimension, by
-/// sub-parameters), the shapes fix the sizes, uneven ones included. A
-/// layout that does not give every rank its recorded shape is refused.
+/// `shapes` (one per TP rank, as a checkpoint records them): the map the
+/// metadata carries for it, or else its branch in `categories` fixes how it
+/// is split (replicated, along a dimension, by sub-parameters) and the
+/// shapes fix the sizes, uneven ones included. A layout that does not give
+/// every rank its recorded shape is refused.
 llvm::Expected<ParamMap> lowerObservedParam(llvm::StringRef name,
                                             llvm::ArrayRef<Extents> shapes,
                                             const LegacyCategories &categories);
@@ -112,6 +118,9 @@ struct UniversalMerge {
 
 /// Returns how the converter merges `name`, refusing what it would average
 /// (a reduction) or cut in a way no layout is (a row-parallel vocabulary).
+/// A parameter the metadata carries a map of is merged by the map: no
+/// cat_dim or sub-parameter keys, `vocab_tensor` still where a vocabulary
+/// pattern matches, and the patterns it matches counted as used.
 llvm::Expected<UniversalMerge>
 classifyUniversalMerge(llvm::StringRef name,
                        const LegacyCategories &categories);

@@ -2,6 +2,7 @@
 
 #include "ucp/Formats/Json/LegacyDocument.h"
 #include "ucp/Formats/Json/JsonReading.h"
+#include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Map/Invariants.h"
 
 using namespace ucp;
@@ -82,14 +83,8 @@ constexpr StringRef kInfoKeys[] = {
 };
 
 /// Refuses what the info holds that the lowering cannot honour and must not
-/// ignore: an affine_map (the map itself, which --import-json reads) and
-/// expert-parallel layouts.
+/// ignore: expert-parallel layouts.
 Error checkUnsupportedInfo(const json::Object &info, const JsonPath &path) {
-  if (info.get("affine_map"))
-    return path.field("affine_map")
-        .error("the metadata carries its map already; read it with "
-               "affine-translate --import-json instead of lowering the "
-               "categories around it");
   for (StringRef key :
        {"expert_parameter_patterns", "ds_autoep_layers", "autoep_layers"})
     if (info.get(key))
@@ -207,6 +202,14 @@ Error readCategories(const json::Object &info, const JsonPath &path,
           readOptional(info, "tp_grain_size", path, grain, getInteger))
     return error;
   categories.grainSize = grain.value_or(1);
+  if (const json::Value *map = info.get("affine_map")) {
+    Expected<std::vector<ParamMap>> maps =
+        readMapDocument(*map, path.field("affine_map"));
+    if (!maps)
+      return maps.takeError();
+    for (ParamMap &map : *maps)
+      categories.affineMaps[map.name] = std::move(map);
+  }
   if (const json::Value *version = info.get("universal_checkpoint_version"))
     if (!version->getAsNumber())
       return path.field("universal_checkpoint_version")

@@ -40,10 +40,14 @@ Expected<std::string> ucp::getParamName(StringRef pattern) {
   auto refuse = [&](const llvm::Twine &why) {
     return makeError("parameter key " + why.str());
   };
-  if (!pattern.starts_with("^"))
-    return refuse("must be an exact-match pattern '^' + escaped name + '$', "
-                  "e.g. '" +
+  // DeepSpeed keys AutoEP's affine_maps by the parameter's name itself.
+  if (!pattern.starts_with("^")) {
+    if (!llvm::any_of(pattern, [](char c) { return kRegexOperators.contains(c); }))
+      return pattern.str();
+    return refuse("must be a parameter name or an exact-match pattern '^' + "
+                  "escaped name + '$', e.g. '" +
                   getParamPattern(pattern) + "'");
+  }
   std::string name;
   for (size_t i = 1; i < pattern.size(); ++i) {
     char c = pattern[i];
@@ -72,7 +76,8 @@ namespace {
 /// Reads the parts of a document, tracking where it is.
 class DocumentReader {
 public:
-  Expected<std::vector<ParamMap>> read(const json::Value &root);
+  Expected<std::vector<ParamMap>> read(const json::Value &root,
+                                       JsonPath path);
 
 private:
   /// Reads `[offset, [strides]]`.
@@ -241,21 +246,29 @@ Expected<ParamMap> DocumentReader::readParam(StringRef key,
   return map;
 }
 
-Expected<std::vector<ParamMap>> DocumentReader::read(const json::Value &root) {
-  JsonPath path;
+Expected<std::vector<ParamMap>> DocumentReader::read(const json::Value &root,
+                                                     JsonPath path) {
   Expected<const json::Object *> object = getObject(root, path);
   if (!object)
     return object.takeError();
   // A whole UNIVERSAL_CHECKPOINT_INFO object, or a wrapper, carries the map
-  // under "affine_map".
-  if (const json::Value *inner = (*object)->get("affine_map")) {
-    path = path.field("affine_map");
+  // under "affine_map"; an AutoEP layer entry under "affine_maps".
+  const json::Value *inner = nullptr;
+  for (StringRef wrapper : {"affine_map", "affine_maps"}) {
+    inner = (*object)->get(wrapper);
+    if (inner) {
+      path = path.field(wrapper);
+      break;
+    }
+  }
+  if (inner) {
     object = getObject(*inner, path);
     if (!object)
       return object.takeError();
   } else if (!(*object)->get("params")) {
     return path.error("not a map document: expected an object with "
-                      "\"params\", or one with \"affine_map\"");
+                      "\"params\", or one with \"affine_map\" or "
+                      "\"affine_maps\"");
   }
   if (Error error = checkKeys(**object, {"version", "params"}, path))
     return std::move(error);
@@ -307,7 +320,12 @@ Expected<std::vector<ParamMap>> ucp::parseMapDocument(StringRef text) {
   Expected<json::Value> root = parseJson(text);
   if (!root)
     return root.takeError();
-  return DocumentReader().read(*root);
+  return DocumentReader().read(*root, JsonPath());
+}
+
+Expected<std::vector<ParamMap>> ucp::readMapDocument(const json::Value &root,
+                                                     const JsonPath &path) {
+  return DocumentReader().read(root, path);
 }
 
 //===----------------------------------------------------------------------===//

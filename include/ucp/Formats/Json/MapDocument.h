@@ -8,9 +8,12 @@
 //       {"shape": [...], "source": [off, [strides]], "dest": [off, [strides]],
 //        "locations": [...], "scale": s}]}}}}}
 //
-// Accepted bare, wrapped as {"affine_map": {...}}, or inside a whole
-// UNIVERSAL_CHECKPOINT_INFO object; rank keys are strings of integers (JSON
-// has no other keys); `scale` defaults to 1; a missing `version` means 1.
+// Parameters are keyed by exact-match patterns or by their names (as
+// DeepSpeed keys AutoEP's `affine_maps` collection, read alike). Accepted
+// bare, wrapped as {"affine_map": {...}} or {"affine_maps": {...}}, or
+// inside a whole UNIVERSAL_CHECKPOINT_INFO object; rank keys are strings of
+// integers (JSON has no other keys); `scale` defaults to 1; a missing
+// `version` means 1.
 // The world size of a parameter is one more than the largest rank key or
 // location it mentions; writers therefore list every rank of the world,
 // empty ones with an all-zero shard shape and no pieces.
@@ -24,6 +27,7 @@
 #ifndef UCP_FORMATS_JSON_MAPDOCUMENT_H
 #define UCP_FORMATS_JSON_MAPDOCUMENT_H
 
+#include "ucp/Formats/Json/JsonReading.h"
 #include "ucp/Map/ParamMap.h"
 
 #include "llvm/Support/Error.h"
@@ -37,6 +41,11 @@ namespace ucp {
 /// sorted by name, shards by rank, and satisfy the local invariants.
 llvm::Expected<std::vector<ParamMap>> parseMapDocument(llvm::StringRef text);
 
+/// Reads a map document already parsed, found at `path` of a larger one
+/// (UNIVERSAL_CHECKPOINT_INFO's `affine_map`, say), as parseMapDocument.
+llvm::Expected<std::vector<ParamMap>>
+readMapDocument(const llvm::json::Value &root, const JsonPath &path);
+
 /// Writes the document for `maps` to `os`: bare, parameters sorted by key,
 /// string rank keys in ascending rank order with every rank of the world
 /// listed, one piece per line, `scale` only when it is not 1.
@@ -46,9 +55,10 @@ void writeMapDocument(llvm::ArrayRef<ParamMap> maps, llvm::raw_ostream &os);
 /// escaped as Python's `re.escape` does + `$`.
 std::string getParamPattern(llvm::StringRef name);
 
-/// Returns the parameter name an exact-match pattern stands for. Refuses a
-/// pattern without `^...$` or with an unescaped regex operator other than
-/// `.` (which the spec's own example leaves unescaped).
+/// Returns the parameter name a key stands for: an exact-match pattern, or
+/// the name itself (as DeepSpeed keys AutoEP's `affine_maps`). Refuses a
+/// key with an unescaped regex operator other than `.` (which the spec's own
+/// example leaves unescaped), and a pattern without its closing `$`.
 llvm::Expected<std::string> getParamName(llvm::StringRef pattern);
 
 } // namespace ucp
