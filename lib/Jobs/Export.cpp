@@ -115,13 +115,22 @@ Error Exporter::collect() {
   if (Error error = source.checkComplete())
     return error;
   llvm::ArrayRef<CheckpointTensor> held = source.getTensors();
+  std::set<std::string> excluded;
   for (bool trainable : {false, true})
-    for (size_t index = 0; index < held.size(); ++index)
-      if ((held[index].role == CheckpointTensor::Role::Trainable) == trainable)
+    for (size_t index = 0; index < held.size(); ++index) {
+      if ((held[index].role == CheckpointTensor::Role::Trainable) != trainable)
+        continue;
+      if (options.excludeFrozen &&
+          held[index].role == CheckpointTensor::Role::Frozen)
+        excluded.insert(held[index].name);
+      else
         add(index);
+    }
   // An alias (a tied weight) is written once more under its name:
   // safetensors holds no aliases.
   for (const auto &[alias, name] : source.getAliases()) {
+    if (excluded.count(name))
+      continue;
     auto found = llvm::find_if(
         tensors, [&](const ExportTensor &t) { return t.name == name; });
     if (found == tensors.end())
@@ -330,4 +339,21 @@ Expected<ExportStats> ucp::exportModel(const CheckpointSource &checkpoint,
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return stats;
+}
+
+std::optional<int64_t> ucp::parseShardSize(llvm::StringRef text) {
+  static const std::pair<llvm::StringRef, int64_t> kUnits[] = {
+      {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", int64_t(1) << 30},
+      {"KB", 1000},     {"MB", 1000000},  {"GB", 1000000000}};
+  int64_t unit = 1;
+  for (auto [suffix, factor] : kUnits)
+    if (text.consume_back(suffix)) {
+      unit = factor;
+      break;
+    }
+  uint64_t count = 0;
+  if (text.getAsInteger(10, count) || count == 0 ||
+      count > uint64_t(INT64_MAX / unit))
+    return std::nullopt;
+  return static_cast<int64_t>(count) * unit;
 }

@@ -55,12 +55,13 @@ def retarget(input_folder: str, output_folder: str, dp: int, *,
 
 
 def export(input_folder: str, out: str, *, dtype: str = "f32",
-           max_shard_bytes: int = 5_000_000_000,
+           max_shard_bytes: int = 5_000_000_000, exclude_frozen: bool = False,
            progress: Progress = None) -> Dict:
     """affine-run export: the consolidated model as Hugging Face-style
-    safetensors shards in the new folder `out`."""
+    safetensors shards in the new folder `out` (without the frozen
+    parameters, with `exclude_frozen`)."""
     return _core.export_model(open_checkpoint(input_folder), out, dtype,
-                              max_shard_bytes, progress)
+                              max_shard_bytes, exclude_frozen, progress)
 
 
 _SAFETENSORS_TYPES = {

@@ -134,8 +134,9 @@ static py::dict retarget(const DeepSpeedCheckpoint &checkpoint,
 static py::dict exportFolder(const DeepSpeedCheckpoint &checkpoint,
                              const std::string &folder,
                              const std::string &typeName, int64_t maxShardBytes,
-                             py::object callback) {
+                             bool excludeFrozen, py::object callback) {
   ExportOptions options;
+  options.excludeFrozen = excludeFrozen;
   std::optional<DType> type = parseDTypeName(typeName);
   if (!type || !isFloatingPoint(*type))
     throw py::value_error("dtype '" + typeName +
@@ -205,8 +206,20 @@ void ucp::python::bindCheckpoints(py::module_ &m) {
         "topology in the new folder `output` (OUT/TAG).");
   m.def("export_model", &exportFolder, py::arg("checkpoint"), py::arg("out"),
         py::arg("dtype") = "f32", py::arg("max_shard_bytes") = 5'000'000'000,
-        py::arg("progress") = py::none(),
+        py::arg("exclude_frozen") = false, py::arg("progress") = py::none(),
         "affine-run export: the consolidated model as safetensors shards.");
+  m.def(
+      "parse_shard_size",
+      [](const std::string &text) {
+        std::optional<int64_t> bytes = parseShardSize(text);
+        if (!bytes)
+          throw py::value_error("shard size '" + text +
+                                "': expected a positive size, as 5GB, "
+                                "500MB, 2GiB or a number of bytes");
+        return *bytes;
+      },
+      py::arg("text"),
+      "Bytes of a shard size as Hugging Face writes it (5GB, 500MB, 2GiB).");
   m.def("read_safetensors", &readSafetensors, py::arg("path"),
         "Every tensor of a safetensors file: name -> (dtype, shape, bytes).");
 }

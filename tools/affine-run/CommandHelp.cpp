@@ -83,7 +83,8 @@ static const CommandHelp kCommands[] = {
      "--output_folder tp1/global_step3 --tp 1 --dp 2"},
     {"export",
      "affine-run export --input_folder CKPT/TAG|UNIV|SAFETENSORS --out DIR "
-     "[--dtype f32|bf16|f16] [--max-shard-size 5GB] [--no-sync] [--quiet]",
+     "[--dtype f32|bf16|f16] [--max-shard-size 5GB] "
+     "[--exclude_frozen_parameters] [--no-sync] [--quiet]",
      "affine-run export --input_folder ckpt/global_step3 --out model --dtype "
      "bf16\n    (the consolidated model as safetensors files, as "
      "zero_to_fp32.py gives it)"},

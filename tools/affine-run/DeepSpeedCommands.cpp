@@ -39,35 +39,17 @@ bool isDeepSpeedCommand() {
          static_cast<bool>(exportCommand) || static_cast<bool>(convertCommand);
 }
 
-/// Parses a size as Hugging Face writes it: a number of bytes, or one with
-/// a unit of KB, MB, GB (powers of 1000) or KiB, MiB, GiB (of 1024).
-static std::optional<int64_t> parseSize(llvm::StringRef text) {
-  static const std::pair<llvm::StringRef, int64_t> kUnits[] = {
-      {"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", int64_t(1) << 30},
-      {"KB", 1000},     {"MB", 1000000},  {"GB", 1000000000}};
-  int64_t unit = 1;
-  for (auto [suffix, factor] : kUnits)
-    if (text.consume_back(suffix)) {
-      unit = factor;
-      break;
-    }
-  uint64_t count = 0;
-  if (text.getAsInteger(10, count) || count == 0 ||
-      count > uint64_t(INT64_MAX / unit))
-    return std::nullopt;
-  return static_cast<int64_t>(count) * unit;
-}
-
 /// Writes the model of `checkpoint` into `folder` as safetensors files.
 static int writeModel(const CheckpointSource &checkpoint,
                       llvm::StringRef folder) {
-  std::optional<int64_t> shardBytes = parseSize(maxShardSize);
+  std::optional<int64_t> shardBytes = parseShardSize(maxShardSize);
   if (!shardBytes)
     return fail("--max-shard-size " + maxShardSize +
                 ": expected a positive size, as 5GB, 500MB or 2GiB");
   ExportOptions options;
   options.dtype = exportType;
   options.maxShardBytes = *shardBytes;
+  options.excludeFrozen = excludeFrozenParameters;
   options.syncOutputs = !universalNoSync;
   if (!universalQuiet)
     options.progress = [](size_t done, size_t total, int64_t bytes) {

@@ -131,6 +131,14 @@ cl::opt<DType> exportType(
              "masters as they are; bf16 and f16 round to nearest even)"),
     dtypeValues({DType::F32, DType::BF16, DType::F16}), cl::init(DType::F32), cl::sub(convertCommand), cl::sub(exportCommand),
     cl::cat(getDeepSpeedCategory()));
+cl::opt<bool> excludeFrozenParameters(
+    "exclude_frozen_parameters",
+    cl::desc("leave out the frozen parameters (requires_grad=False), as "
+             "zero_to_fp32.py does with this flag; buffers stay (also "
+             "--exclude-frozen-parameters)"),
+    cl::sub(exportCommand), cl::cat(getDeepSpeedCategory()));
+static cl::alias excludeFrozenParametersDash(
+    "exclude-frozen-parameters", cl::aliasopt(excludeFrozenParameters));
 cl::opt<std::string> maxShardSize(
     "max-shard-size",
     cl::desc("the most tensor bytes per file, as 5GB, 500MB, 2GiB or a "

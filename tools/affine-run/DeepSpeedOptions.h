@@ -40,6 +40,7 @@ extern llvm::cl::opt<std::string> deepSpeedOutputFolder;
 extern llvm::cl::opt<std::string> convertOutputFolder;
 extern llvm::cl::opt<bool> injectMissingState;
 extern llvm::cl::opt<bool> noStrict;
+extern llvm::cl::opt<bool> excludeFrozenParameters;
 extern llvm::cl::opt<unsigned> universalThreads;
 extern llvm::cl::opt<bool> universalNoSync;
 extern llvm::cl::opt<bool> universalQuiet;

@@ -23,6 +23,7 @@
 #include "llvm/Support/Error.h"
 
 #include <functional>
+#include <optional>
 
 namespace ucp {
 
@@ -33,6 +34,10 @@ struct ExportOptions {
   /// The most bytes of tensors per file (a larger tensor has a file of its
   /// own), as Hugging Face's save_pretrained cuts its shards.
   int64_t maxShardBytes = 5'000'000'000;
+  /// Leave out the frozen parameters (requires_grad=False) and their
+  /// aliases, as zero_to_fp32's --exclude_frozen_parameters does; buffers
+  /// stay.
+  bool excludeFrozen = false;
   /// Wait until the files are on disk before returning.
   bool syncOutputs = true;
   /// Called about once a second with (tensors done, tensors, bytes).
@@ -44,6 +49,11 @@ struct ExportStats {
   int64_t bytesWritten = 0;
   double seconds = 0;
 };
+
+/// Parses a shard size as Hugging Face writes it: a number of bytes, or one
+/// with a unit of KB, MB, GB (powers of 1000) or KiB, MiB, GiB (of 1024);
+/// nothing for what is not a positive size that int64 holds.
+std::optional<int64_t> parseShardSize(llvm::StringRef text);
 
 /// Writes the model of `checkpoint` into the new folder `folder` (made
 /// whole or not at all).
