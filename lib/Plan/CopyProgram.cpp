@@ -131,6 +131,21 @@ ucp::getPairsInto(const CopyProgram &program, int64_t target) {
   return found;
 }
 
+CopyProgram ucp::getProgramInto(const CopyProgram &program, int64_t target) {
+  CopyProgram into;
+  for (const BufferPairCopies *pair : getPairsInto(program, target))
+    into.pairs.push_back(*pair);
+  into.pairsSorted = program.pairsSorted;
+  for (const StridedFill &fill : program.fills)
+    if (fill.targetBuffer == target)
+      into.fills.push_back(fill);
+  into.sourceElements = program.sourceElements;
+  if (auto found = program.targetElements.find(target);
+      found != program.targetElements.end())
+    into.targetElements.insert(*found);
+  return into;
+}
+
 CopyProgram ucp::raiseScales(const CopyProgram &program, int scalePower) {
   CopyProgram raised = program;
   if (scalePower != 1)

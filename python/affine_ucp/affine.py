@@ -12,8 +12,10 @@ runs unchanged::
 
 Where DeepSpeed walks every element (``validate_coverage``) or copies piece
 by piece with ``torch.as_strided`` (``rebuild``, ``extract``), this module
-converts the map to an affine_ucp map once and runs the C++ verifier and
-the multi-threaded executor. ``uncovered_offsets`` and ``holders`` answer
+converts the map to an affine_ucp map and runs the C++ verifier and the
+multi-threaded executor, on as many threads as torch uses
+(``torch.set_num_threads``), with the programs made once per map;
+``extract`` runs only the copies into the rank's shard. ``uncovered_offsets`` and ``holders`` answer
 per element by definition; the first is O(pieces) when nothing is
 uncovered.
 """
@@ -24,8 +26,8 @@ from typing import (Dict, Iterable, Iterator, List, Mapping, Optional,
 
 import torch
 
-from . import _core
-from .tensors import _holding_ranks, _with_empty_shards, run_plan
+from . import _core, _programs
+from .tensors import _holding_ranks, _run, _with_empty_shards
 
 __all__ = [
     'AffinePiece', 'ParamAffineMap', 'AFFINE_MAP_FORMAT_VERSION',
@@ -279,9 +281,8 @@ class ParamAffineMap:
         core = self._to_core()
         flat = {r: t.reshape(-1) for r, t in shards.items()}
         _check_replicas(core, flat)
-        [plan] = _core.compose([core], [_core.full_tensor_map(core)],
-                               'lowest')
-        full = run_plan(plan, flat, scale_power=scale_power)[0]
+        full = _run(_programs.join(core), flat, scale_power=scale_power,
+                    threads=torch.get_num_threads())[0]
         return full.view(self.logical_shape)
 
     def extract(self, full_param: torch.Tensor, rank: int,
@@ -289,12 +290,13 @@ class ParamAffineMap:
         """Rank `rank`'s shard of the full parameter, in its shard shape:
         the inverse of ``rebuild``."""
         self._reject_scaled_optimizer_state(scale_power)
-        core = self._to_core()
         shard_shape = self.shard_shapes[rank]
-        [plan] = _core.compose([_core.full_tensor_map(core)], [core],
-                               'lowest')
-        shard = run_plan(plan, {0: full_param.reshape(-1)},
-                         scale_power=scale_power)[rank]
+        # Only this rank's copies run, into only its shard; the program is
+        # made once per map.
+        lowered = _programs.cut_into(self._to_core(), rank)
+        shard = _run(lowered, {0: full_param.reshape(-1)},
+                     scale_power=scale_power,
+                     threads=torch.get_num_threads())[rank]
         return shard.view(shard_shape)
 
     # Documents ----------------------------------------------------------

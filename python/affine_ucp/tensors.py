@@ -13,8 +13,7 @@ import operator
 import sys
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Union
 
-from . import _core
-from .errors import VerificationError
+from . import _core, _programs
 
 if TYPE_CHECKING:  # Names for the annotations; never imported to run.
     import numpy
@@ -130,12 +129,6 @@ def _empty_like(example: Array, shape) -> Array:
     return _loaded("numpy").empty(tuple(shape), dtype=example.dtype)
 
 
-def _check_map(map) -> None:
-    report = _core.verify(map)
-    if not report["ok"]:
-        raise VerificationError(map.name, report)
-
-
 def run_plan(plan, sources: Mapping[int, Array],
              targets: Optional[Dict[int, Array]] = None, *,
              scale_power: int = 1, threads: int = 0) -> Dict[int, Array]:
@@ -144,34 +137,43 @@ def run_plan(plan, sources: Mapping[int, Array],
     shard the plan reads and every target shard it writes must be there,
     of the plan's size and of one dtype; a source shard of no elements (an
     AutoEP rank holding no expert) may be left out."""
+    return _run(_programs.Lowered(_core.lower(plan), plan.name,
+                                  plan.target_shards),
+                sources, targets, scale_power=scale_power, threads=threads)
+
+
+def _run(lowered: "_programs.Lowered", sources: Mapping[int, Array],
+         targets: Optional[Dict[int, Array]] = None, *,
+         scale_power: int = 1, threads: int = 0) -> Dict[int, Array]:
+    """run_plan on a lowered plan."""
     scale_power = get_scale_power(None, scale_power)
-    program = _core.lower(plan)
+    program, name = lowered.program, lowered.name
     missing = [r for r, count in program.source_elements.items()
                if r not in sources and count > 0]
     if missing:
-        raise KeyError(f"parameter '{plan.name}': no source shard of rank "
+        raise KeyError(f"parameter '{name}': no source shard of rank "
                        f"{missing[0]}")
     inputs = {rank: _Buffer(sources[rank], False)
               for rank in program.source_elements if rank in sources}
     if not inputs:
-        raise ValueError(f"parameter '{plan.name}': no source shard is read")
+        raise ValueError(f"parameter '{name}': no source shard is read")
     example = inputs[next(iter(inputs))].original
     targets = dict(targets or {})
-    for rank, shape in plan.target_shards.items():
+    for rank, shape in lowered.target_shards.items():
         if rank not in targets:
             targets[rank] = _empty_like(example, shape)
     outputs = {rank: _Buffer(targets[rank], True)
                for rank in program.target_elements}
     types = {b.dtype for b in list(inputs.values()) + list(outputs.values())}
     if len(types) > 1:
-        raise ValueError(f"parameter '{plan.name}': shards of several dtypes "
+        raise ValueError(f"parameter '{name}': shards of several dtypes "
                          f"({', '.join(sorted(types))})")
     addresses = {r: (b.address, b.elements) for r, b in inputs.items()}
     addresses.update({r: (0, 0) for r in program.source_elements
                       if r not in inputs})  # Empty shards, never read.
     _core.execute(program, addresses,
                   {r: (b.address, b.elements) for r, b in outputs.items()},
-                  types.pop(), threads, plan.name, scale_power)
+                  types.pop(), threads, name, scale_power)
     for buffer in outputs.values():
         buffer.finish()
     return targets
@@ -188,13 +190,12 @@ def extract(map, full: Array, rank: Optional[int] = None, *,
     rank's, as a dict, if `rank` is None), in the shard's shape, holding
     ``full * scale ** scale_power`` for each piece."""
     power = get_scale_power(state, scale_power)
-    _check_map(map)
-    whole = _core.full_tensor_map(map)
-    [plan] = _core.compose([whole], [map], "lowest")
-    if rank is not None and rank not in plan.target_shards:
-        raise KeyError(f"parameter '{map.name}': rank {rank} holds no shard")
-    shards = run_plan(plan, {0: full}, scale_power=power, threads=threads)
-    shaped = {r: _shape(t, plan.target_shards[r]) for r, t in shards.items()}
+    # One rank's shard: only its copies run, into only its shard.
+    lowered = _programs.cut(map) if rank is None else \
+        _programs.cut_into(map, rank)
+    shards = _run(lowered, {0: full}, scale_power=power, threads=threads)
+    shaped = {r: _shape(t, lowered.target_shards[r])
+              for r, t in shards.items()}
     return shaped if rank is None else shaped[rank]
 
 
@@ -207,19 +208,30 @@ def rebuild(map, shards: Mapping[int, Array], *, state: Optional[str] = None,
     shard given, every holder of a replicated block must hold the same
     data."""
     power = get_scale_power(state, scale_power)
-    _check_map(map)
+    lowered = _programs.join(_restrict(map, set(shards)))
     if check_replicas and shards:
         given = {r: _Buffer(t, False) for r, t in shards.items()}
         if _holding_ranks(map) <= set(given):
+            _check_sizes(lowered, given)
             _core.check_replicas(
                 map, _with_empty_shards(
                     map, {r: b.address for r, b in given.items()}),
                 _element_size(next(iter(given.values())).dtype))
-    whole = _core.full_tensor_map(map)
-    [plan] = _core.compose([_restrict(map, set(shards))], [whole], "lowest")
-    targets = run_plan(plan, shards, {0: out} if out is not None else None,
-                       scale_power=power, threads=threads)
+    targets = _run(lowered, shards, {0: out} if out is not None else None,
+                   scale_power=power, threads=threads)
     return _shape(targets[0], map.logical_shape)
+
+
+def _check_sizes(lowered: "_programs.Lowered",
+                 given: Dict[int, "_Buffer"]) -> None:
+    """Every shard given holds the elements the map gives its rank (before
+    anything reads it)."""
+    for rank, buffer in given.items():
+        count = lowered.program.source_elements.get(rank)
+        if count is not None and buffer.elements != count:
+            raise ValueError(f"rank {rank} supplied a source shard of "
+                             f"{buffer.elements} elements, but the map "
+                             f"describes {count}")
 
 
 def _holding_ranks(map) -> set:
@@ -250,7 +262,7 @@ def _restrict(map, ranks):
         shards.append(_core.Shard(shard.rank, shard.shape, pieces))
     restricted = _core.ParamMap(map.name, map.logical_shape, map.world_size,
                                 shards, map.original_vocab_size)
-    _check_map(restricted)
+    _programs.verify_map(restricted)
     return restricted
 
 

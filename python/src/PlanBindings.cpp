@@ -203,6 +203,9 @@ void ucp::python::bindPlans(py::module_ &m) {
       py::arg("plans"), "The summary table of `plans`.");
   m.def("lower", &lowerPlan, py::arg("plan"),
         "The copy program of `plan`, for every state of its parameter.");
+  m.def("program_into", &getProgramInto, py::arg("program"),
+        py::arg("target"),
+        "The part of `program` that writes target shard `target`.");
   m.def("execute", &execute, py::arg("program"), py::arg("sources"),
         py::arg("targets"), py::arg("dtype"), py::arg("threads") = 0,
         py::arg("name") = "", py::arg("scale_power") = 1,

@@ -162,3 +162,39 @@ def test_import_leaves_torch_and_numpy_unloaded():
     out = subprocess.run([sys.executable, "-c", code], check=True,
                          capture_output=True, text=True).stdout
     assert out.strip() == "[]"
+
+
+def test_one_rank_is_extracted_alone(rng, generator):
+    # extract(full, rank) runs the program's part that writes that rank
+    # (its copies only) into that rank's shard alone, equal to the same
+    # shard cut with every other.
+    for trial in range(40):
+        m = random_layout(rng)
+        full = random_tensor(m.logical_shape, torch.float32, generator)
+        for shard in m.shards:
+            got = u.extract(m, full, shard.rank)
+            assert torch.equal(bits(got),
+                               bits(reference_extract(m, full, shard.rank)))
+    m = u.split_layout("w", [6, 2], 0, [2, 4])
+    [plan] = u.compose([u.full_tensor_map(m)], [m], "lowest")
+    whole = u._core.lower(plan)
+    one = u._core.program_into(whole, 1)
+    assert one.target_elements == {1: 8}
+    assert one.source_elements == whole.source_elements
+    assert (one.copies, whole.copies) == (1, 2)
+    with pytest.raises(KeyError, match="rank 5 holds no shard"):
+        u.extract(m, torch.zeros(6, 2), 5)
+
+
+def test_programs_are_kept_per_map_and_follow_changes():
+    from affine_ucp import affine
+    m = affine.contiguous_split_map((4, 2), [2, 2], 0)
+    full = torch.arange(8.0).view(4, 2)
+    assert torch.equal(m.extract(full, 1), full[2:])
+    # The same map changed in place is another map: its new program runs.
+    m.pieces_by_rank[1][0] = affine.AffinePiece((2, 2), 0, (2, 1), 0, (2, 1),
+                                                {1})
+    m.pieces_by_rank[0][0] = affine.AffinePiece((2, 2), 4, (2, 1), 0, (2, 1),
+                                                {0})
+    assert torch.equal(m.extract(full, 1), full[:2])
+    assert torch.equal(m.rebuild({0: full[2:], 1: full[:2]}), full)

@@ -81,6 +81,11 @@ constexpr size_t kMaxCopyRank = 8;
 std::vector<const BufferPairCopies *> getPairsInto(const CopyProgram &program,
                                                    int64_t target);
 
+/// The part of `program` that writes target buffer `target`: its pairs and
+/// fills, and of the targets only that one's size; what a caller making one
+/// target shard runs.
+CopyProgram getProgramInto(const CopyProgram &program, int64_t target);
+
 /// The copy programs of a transfer, by parameter name.
 using TransferPrograms = std::map<std::string, CopyProgram>;
 
