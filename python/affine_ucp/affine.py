@@ -272,6 +272,7 @@ class ParamAffineMap:
         self.validate()
         self._reject_scaled_optimizer_state(scale_power)
         for rank, shard in shards.items():
+            _expect_tensor(shard, f'the shard of rank {rank}')
             expected = _product(self.shard_shapes[rank])
             if shard.numel() != expected:
                 raise ValueError(
@@ -290,6 +291,7 @@ class ParamAffineMap:
         """Rank `rank`'s shard of the full parameter, in its shard shape:
         the inverse of ``rebuild``."""
         self._reject_scaled_optimizer_state(scale_power)
+        _expect_tensor(full_param, 'the full parameter')
         shard_shape = self.shard_shapes[rank]
         # Only this rank's copies run, into only its shard; the program is
         # made once per map.
@@ -330,6 +332,16 @@ class ParamAffineMap:
 
 def _ravel(index: Sequence[int], shape: Sequence[int]) -> int:
     return sum(i * s for i, s in zip(index, row_major_strides(shape)))
+
+
+def _expect_tensor(value, what: str) -> None:
+    """Refuses what is not a torch tensor, as this module moves only those
+    (affine_ucp.extract and rebuild take numpy arrays too)."""
+    if not isinstance(value, torch.Tensor):
+        raise TypeError(f'{what}: expected a torch.Tensor, got '
+                        f'{type(value).__module__}.{type(value).__name__} '
+                        '(affine_ucp.extract and affine_ucp.rebuild also '
+                        'take numpy arrays)')
 
 
 def _check_replicas(core: _core.ParamMap,

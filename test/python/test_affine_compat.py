@@ -200,3 +200,14 @@ def test_a_rank_holding_no_expert_needs_no_shard():
         replicated.rebuild(shards)
     with pytest.raises(ValueError, match=r"replicated element \[1, 1\]"):
         u.rebuild(replicated._to_core("e"), shards)
+
+
+def test_numpy_input_is_refused_saying_what_was_expected():
+    import numpy
+    m = A.contiguous_split_map((4, 2), [2, 2], 0)
+    with pytest.raises(TypeError, match="the shard of rank 0: expected a "
+                       "torch.Tensor, got numpy.ndarray"):
+        m.rebuild({0: numpy.zeros((2, 2)), 1: numpy.zeros((2, 2))})
+    with pytest.raises(TypeError, match="the full parameter: expected a "
+                       "torch.Tensor, got numpy.ndarray .affine_ucp.extract"):
+        m.extract(numpy.zeros((4, 2)), 0)
