@@ -17,9 +17,12 @@ which the affine module's executor follows):
   that are views into one buffer (the loop flattens each view first, as
   DeepSpeed's module does).
 
-Prints each time (the best of --repeat), the ratio loop / affine_ucp, and
-the peak memory each call adds beyond its inputs (the process's peak RSS,
-reset before the call), against the output's size.
+Prints each time (the best of --repeat, the two ways alternated), the
+ratio loop / affine_ucp, and the peak memory each call adds beyond its
+inputs (the process's peak RSS, reset before the call), against the
+output's size. Fresh outputs fault their pages in: affine_ucp asks for
+huge pages under its outputs, the loop's torch.empty does not; memory the
+allocator hands back warm costs neither a fault.
 """
 
 import argparse
@@ -80,8 +83,11 @@ def loop_rebuild(m, shards):
 
 
 def measure(label, ours, theirs, output_bytes, repeat):
-    runs_ours = [peak_and_time(ours) for _ in range(repeat)]
-    runs_theirs = [peak_and_time(theirs) for _ in range(repeat)]
+    # Alternated, so that both meet the allocator in the same states.
+    runs_ours, runs_theirs = [], []
+    for _ in range(repeat):
+        runs_ours.append(peak_and_time(ours))
+        runs_theirs.append(peak_and_time(theirs))
     t_ours = min(t for t, _ in runs_ours)
     t_theirs = min(t for t, _ in runs_theirs)
     extra = max(e for _, e in runs_ours)

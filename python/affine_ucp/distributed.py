@@ -101,4 +101,5 @@ def _allocate(example: Optional[Array], dtype: str, shape) -> Array:
     if example is not None:
         return _empty_like(example, shape)
     import torch
-    return torch.empty(tuple(shape), dtype=getattr(torch, _TORCH_DTYPES[dtype]))
+    kind = getattr(torch, _TORCH_DTYPES[dtype])
+    return _empty_like(torch.empty(0, dtype=kind), shape)

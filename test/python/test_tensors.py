@@ -198,3 +198,18 @@ def test_programs_are_kept_per_map_and_follow_changes():
                                                 {0})
     assert torch.equal(m.extract(full, 1), full[:2])
     assert torch.equal(m.rebuild({0: full[2:], 1: full[:2]}), full)
+
+
+def test_fresh_outputs_ask_for_huge_pages():
+    # A hint for memory not yet written: taken for a range holding whole
+    # 2 MiB pages where the kernel has transparent huge pages, refused
+    # (False, never an error) where it holds none.
+    big = torch.empty(8 << 20, dtype=torch.uint8)
+    assert u._core.advise_huge_pages(big.data_ptr(), 8 << 20) in (True, False)
+    assert u._core.advise_huge_pages(big.data_ptr(), 4096) is False
+    assert u._core.advise_huge_pages(big.data_ptr(), 0) is False
+    # Outputs made that way hold what the copies wrote.
+    m = u.split_layout("w", [4096, 1024], 0, [2048, 2048])
+    full = torch.randn(4096, 1024)
+    assert torch.equal(u.extract(m, full, 1), full[2048:])
+    assert torch.equal(u.rebuild(m, u.extract(m, full)), full)
