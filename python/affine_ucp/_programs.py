@@ -28,7 +28,7 @@ class Lowered(NamedTuple):
 _kept: "OrderedDict[Tuple[str, str], Lowered]" = OrderedDict()
 
 
-def verify_map(map) -> None:
+def _verify(map) -> None:
     """Raises VerificationError where `map` fails P1, P5 or tiling."""
     report = _core.verify(map)
     if not report["ok"]:
@@ -41,7 +41,7 @@ def _lowered(direction: str, map) -> Lowered:
     if found is not None:
         _kept.move_to_end(key)
         return found
-    verify_map(map)
+    _verify(map)
     whole = _core.full_tensor_map(map)
     pair = ([whole], [map]) if direction == "cut" else ([map], [whole])
     [plan] = _core.compose(*pair, "lowest")

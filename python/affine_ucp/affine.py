@@ -190,6 +190,10 @@ class ParamAffineMap:
         inside the shard, and no two write one shard address (ValueError,
         as DeepSpeed raises; its check covers densely packed pieces, this
         one every piece the analytic verifier handles, at O(pieces))."""
+        self._check_counts()
+        self._check_overlaps(self._report())
+
+    def _check_counts(self) -> None:
         for rank, pieces in self.pieces_by_rank.items():
             held = sum(piece.numel for piece in pieces)
             expected = _product(self.shard_shapes[rank])
@@ -197,7 +201,9 @@ class ParamAffineMap:
                 raise ValueError(
                     f'Rank {rank} holds a shard of {expected} elements but '
                     f'its pieces account for {held}.')
-        for violation in self._report()['violations']:
+
+    def _check_overlaps(self, report: dict) -> None:
+        for violation in report['violations']:
             if violation['kind'] == 'shard_overlap':
                 rank = violation['rank']
                 address = _ravel(violation['element'],
@@ -211,8 +217,9 @@ class ParamAffineMap:
         """The shards cover the parameter and every piece is homogeneous
         (its locations are exactly the ranks holding its elements, one
         scale): checked by the affine_ucp verifier at O(pieces)."""
-        self.validate()
+        self._check_counts()
         report = self._report()
+        self._check_overlaps(report)
         if report['ok']:
             return
         if any(v['kind'] == 'too_irregular' for v in report['violations']):

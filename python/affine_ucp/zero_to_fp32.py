@@ -73,7 +73,8 @@ def find_tag_folder(checkpoint_dir: str, tag: Optional[str]) -> str:
     latest = os.path.join(checkpoint_dir, "latest")
     if os.path.isfile(latest):
         with open(latest, encoding="utf-8") as f:
-            return os.path.join(checkpoint_dir, f.read().strip())
+            # A tag's name, not a file to read whole whatever its size.
+            return os.path.join(checkpoint_dir, f.read(4096).strip())
     return checkpoint_dir
 
 
