@@ -17,9 +17,11 @@ which the affine module's executor follows):
   that are views into one buffer (the loop flattens each view first, as
   DeepSpeed's module does).
 
-Prints each time (the best of --repeat, the two ways alternated), the
-ratio loop / affine_ucp, and the peak memory each call adds beyond its
-inputs (the process's peak RSS, reset before the call), against the
+Prints each time (the best of --repeat, the ways alternated), the ratio
+loop / affine_ucp, the copy floor (the same bytes moved into fresh
+torch.empty outputs by one contiguous copy each: where the loop is at it,
+no way of copying is faster) and its ratio floor / affine_ucp, and the
+peak memory each call adds beyond its inputs (the process's peak RSS, reset before the call), against the
 output's size. Fresh outputs fault their pages in: affine_ucp asks for
 huge pages under its outputs, the loop's torch.empty does not; memory the
 allocator hands back warm costs neither a fault.
@@ -82,17 +84,29 @@ def loop_rebuild(m, shards):
     return full.view(m.logical_shape)
 
 
-def measure(label, ours, theirs, output_bytes, repeat):
-    # Alternated, so that both meet the allocator in the same states.
-    runs_ours, runs_theirs = [], []
+def plain_copies(source, outputs, count):
+    """The copy floor of a call: `count` outputs of `outputs` elements each
+    made with torch.empty and filled by one contiguous copy from `source`,
+    the memcpy a call could at best be."""
+    flat = source.reshape(-1)
+    return [torch.empty(outputs, dtype=source.dtype).copy_(flat[:outputs])
+            for _ in range(count)]
+
+
+def measure(label, ours, theirs, floor, output_bytes, repeat):
+    # Alternated, so that all meet the allocator in the same states.
+    runs_ours, runs_theirs, runs_floor = [], [], []
     for _ in range(repeat):
         runs_ours.append(peak_and_time(ours))
         runs_theirs.append(peak_and_time(theirs))
+        runs_floor.append(peak_and_time(floor))
     t_ours = min(t for t, _ in runs_ours)
     t_theirs = min(t for t, _ in runs_theirs)
+    t_floor = min(t for t, _ in runs_floor)
     extra = max(e for _, e in runs_ours)
-    print(f"  {label:28} affine_ucp {t_ours * 1e3:9.1f} ms  loop "
-          f"{t_theirs * 1e3:9.1f} ms  ratio {t_theirs / t_ours:5.2f}x  "
+    print(f"  {label:28} affine_ucp {t_ours * 1e3:8.1f} ms  loop "
+          f"{t_theirs * 1e3:8.1f} ms  ratio {t_theirs / t_ours:5.2f}x  "
+          f"memcpy {t_floor * 1e3:8.1f} ms ({t_floor / t_ours:4.2f}x)  "
           f"peak extra {extra / 2**20:7.1f} MiB (output "
           f"{output_bytes / 2**20:7.1f} MiB, loop "
           f"{max(e for _, e in runs_theirs) / 2**20:7.1f})", flush=True)
@@ -115,18 +129,24 @@ def bench(name, m, dtype, threads, repeat):
         at += n
     print(f"{name} {list(m.logical_shape)} {dtype}, TP {len(ranks)}, "
           f"{threads} thread(s)")
+    last = shards[ranks[-1]].numel()
     measure("extract, a call per rank",
             lambda: [m.extract(full, r) for r in ranks],
             lambda: [loop_extract(m, full, r) for r in ranks],
+            lambda: plain_copies(full, last, len(ranks)),
             full.numel() * size, repeat)
-    one = max(shards[r].numel() for r in ranks) * size
     measure("extract, one rank",
             lambda: m.extract(full, ranks[-1]),
-            lambda: loop_extract(m, full, ranks[-1]), one, repeat)
+            lambda: loop_extract(m, full, ranks[-1]),
+            lambda: plain_copies(full, last, 1), last * size, repeat)
     measure("rebuild, contiguous shards", lambda: m.rebuild(shards),
-            lambda: loop_rebuild(m, shards), full.numel() * size, repeat)
+            lambda: loop_rebuild(m, shards),
+            lambda: plain_copies(buffer, buffer.numel(), 1),
+            full.numel() * size, repeat)
     measure("rebuild, views of one buffer", lambda: m.rebuild(views),
-            lambda: loop_rebuild(m, views), full.numel() * size, repeat)
+            lambda: loop_rebuild(m, views),
+            lambda: plain_copies(buffer, buffer.numel(), 1),
+            full.numel() * size, repeat)
 
 
 def main():

@@ -3,6 +3,7 @@
 #include "ucp/Engine/CpuExecutor.h"
 #include "StreamingStores.h"
 #include "ucp/Map/Indexing.h"
+#include "ucp/Support/HelperThreads.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/STLFunctionalExtras.h"
@@ -11,7 +12,6 @@
 #include <atomic>
 #include <cassert>
 #include <cstring>
-#include <pthread.h>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -249,42 +249,15 @@ bool streamBandsRowByRow(llvm::ArrayRef<WorkItem> group, int64_t size) {
 #endif
 }
 
-/// Runs `work` on the calling thread and on up to `helpers` more threads. A
-/// thread that cannot be started (a process at its limit of threads, or of
-/// memory for their stacks) leaves its share to the others: the result is
-/// the same, only slower. std::thread would abort there, built without
-/// exceptions.
-void runOnThreads(unsigned helpers, llvm::function_ref<void()> work) {
-  auto entry = [](void *argument) -> void * {
-    (*static_cast<llvm::function_ref<void()> *>(argument))();
-    return nullptr;
-  };
-  std::vector<pthread_t> started;
-  for (unsigned t = 0; t < helpers; ++t) {
-    pthread_t thread;
-    if (pthread_create(&thread, nullptr, entry, &work) != 0)
-      break;
-    started.push_back(thread);
-  }
-  work();
-  for (pthread_t thread : started)
-    pthread_join(thread, nullptr);
-}
-
-} // namespace
-
-llvm::Error CpuExecutor::execute(llvm::ArrayRef<ProgramRun> batch) {
-  for (const ProgramRun &run : batch)
-    executeOnCpu(run, threads, bytesPerThread);
-  return llvm::Error::success();
-}
-
-void ucp::executeOnCpu(const ProgramRun &run, unsigned threads,
-                       int64_t bytesPerThread) {
+/// The work items of `run`: its copies and fills, those with short runs as
+/// bands of rows.
+std::vector<WorkItem> collectWorkItems(const ProgramRun &run, int64_t size) {
   const CopyProgram &program = *run.program;
   const ProgramBuffers &buffers = run.buffers;
-  DType type = run.type;
-  int64_t size = getElementSize(type);
+  int64_t copiedBytes = 0;
+  for (const BufferPairCopies &pair : program.pairs)
+    for (const StridedCopy &copy : pair.copies)
+      copiedBytes += getNumElements(copy.shape).value_or(0) * size;
   std::vector<WorkItem> items;
   // Adds `item` covering `shape`, as bands when it has short runs.
   auto add = [&](WorkItem item, llvm::ArrayRef<int64_t> shape) {
@@ -315,7 +288,7 @@ void ucp::executeOnCpu(const ProgramRun &run, unsigned threads,
       // A scaled copy reads back what it wrote: keep it in the cache.
       double factor = getCopyFactor(copy.scale, run.scalePower);
       bool streaming =
-          factor == 1.0 &&
+          factor == 1.0 && copiedBytes >= kStreamingRunBytes &&
           getNumElements(copy.shape).value_or(0) * size >= kStreamingBytes;
       add({&copy, nullptr, source, target, 0, 0, 0, false, streaming, factor},
           copy.shape);
@@ -326,6 +299,22 @@ void ucp::executeOnCpu(const ProgramRun &run, unsigned threads,
          static_cast<char *>(buffers.targets.at(fill.targetBuffer)), 0, 0, 0,
          false, false},
         fill.shape);
+  return items;
+}
+
+} // namespace
+
+llvm::Error CpuExecutor::execute(llvm::ArrayRef<ProgramRun> batch) {
+  for (const ProgramRun &run : batch)
+    executeOnCpu(run, threads, bytesPerThread);
+  return llvm::Error::success();
+}
+
+void ucp::executeOnCpu(const ProgramRun &run, unsigned threads,
+                       int64_t bytesPerThread) {
+  DType type = run.type;
+  int64_t size = getElementSize(type);
+  std::vector<WorkItem> items = collectWorkItems(run, size);
   // Whole items largest first, so the tail of the schedule is made of small
   // items; then bands in source order.
   auto sourcePosition = [](const WorkItem &item) {
@@ -391,7 +380,7 @@ void ucp::executeOnCpu(const ProgramRun &run, unsigned threads,
       1, std::min<int64_t>({threads, static_cast<int64_t>(groups),
                             bytes / std::max<int64_t>(1, bytesPerThread)}));
   std::atomic<size_t> next{0};
-  runOnThreads(threads - 1, [&] {
+  runOnHelperThreads(threads - 1, [&] {
     for (size_t group = next++; group < groups; group = next++) {
       llvm::ArrayRef<WorkItem> members(items.data() + groupStarts[group],
                                        items.data() + groupStarts[group + 1]);

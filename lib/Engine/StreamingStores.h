@@ -43,6 +43,12 @@ constexpr int64_t kBandElements = int64_t(1) << 14;
 /// for large copies).
 constexpr int64_t kStreamingBytes = int64_t(1) << 20;
 
+/// ... but only in a run that copies at least this much: a smaller target
+/// may still be in the cache from its last use (an allocator hands a freed
+/// shard back), and stores that bypass the cache then lose (measured in
+/// docs/Execution.md).
+constexpr int64_t kStreamingRunBytes = int64_t(1) << 25;
+
 /// Runs at least this long stream 32-byte vectors where the processor can.
 constexpr int64_t kWideRunBytes = 4096;
 

@@ -21,6 +21,7 @@ uncovered.
 """
 
 import itertools
+import weakref
 from typing import (Dict, Iterable, Iterator, List, Mapping, Optional,
                     Sequence, Tuple)
 
@@ -131,6 +132,12 @@ class AffinePiece:
         return hash(self._key())
 
 
+# Each map's programs and the value they were made for, beside the map
+# rather than on it: a map copies and pickles as its attributes alone.
+_KEPT_PROGRAMS: 'weakref.WeakKeyDictionary[ParamAffineMap, tuple]' = \
+    weakref.WeakKeyDictionary()
+
+
 class ParamAffineMap:
     """One parameter over a group of ranks: each rank's shard shape
     (`shard_shapes`) and the pieces of the full tensor it holds
@@ -161,6 +168,24 @@ class ParamAffineMap:
                                                                        [])])
             for rank in sorted(self.shard_shapes)]
         return _core.ParamMap(name, self.logical_shape, world, shards)
+
+    def _programs(self, validate: bool) -> _programs.MapPrograms:
+        """The map's copy programs, kept on the map while it is unchanged.
+        The attributes are public and may be changed in place, so the map
+        is compared by value (O(pieces), a few microseconds, against tens
+        for building and writing its document). Where the programs are not
+        kept yet, `validate` first raises the errors ``validate`` raises."""
+        fingerprint = (self.logical_shape, tuple(self.shard_shapes.items()),
+                       tuple((rank, tuple(p._key() for p in pieces))
+                             for rank, pieces in self.pieces_by_rank.items()))
+        kept = _KEPT_PROGRAMS.get(self)
+        if kept is not None and kept[0] == fingerprint:
+            return kept[1]
+        if validate:
+            self.validate()
+        programs = _programs.programs(self._to_core())
+        _KEPT_PROGRAMS[self] = (fingerprint, programs)
+        return programs
 
     def _report(self) -> dict:
         return _core.verify(self._to_core())
@@ -276,7 +301,7 @@ class ParamAffineMap:
         """The full parameter from its shards (rank -> tensor, which may be
         views into larger buffers), in the logical shape. Every holder of a
         replicated block must hold the same data."""
-        self.validate()
+        programs = self._programs(validate=True)
         self._reject_scaled_optimizer_state(scale_power)
         for rank, shard in shards.items():
             _expect_tensor(shard, f'the shard of rank {rank}')
@@ -286,10 +311,9 @@ class ParamAffineMap:
                     f'Rank {rank} supplied a shard of {shard.numel()} '
                     f'elements, but the map describes {expected}. Applying '
                     'the pieces would read a prefix of it and drop the rest.')
-        core = self._to_core()
         flat = {r: t.reshape(-1) for r, t in shards.items()}
-        _check_replicas(core, flat)
-        full = _run(_programs.join(core), flat, scale_power=scale_power,
+        _check_replicas(programs.map, flat)
+        full = _run(programs.join(), flat, scale_power=scale_power,
                     threads=torch.get_num_threads())[0]
         return full.view(self.logical_shape)
 
@@ -302,7 +326,7 @@ class ParamAffineMap:
         shard_shape = self.shard_shapes[rank]
         # Only this rank's copies run, into only its shard; the program is
         # made once per map.
-        lowered = _programs.cut_into(self._to_core(), rank)
+        lowered = self._programs(validate=False).into(rank)
         shard = _run(lowered, {0: full_param.reshape(-1)},
                      scale_power=scale_power,
                      threads=torch.get_num_threads())[rank]

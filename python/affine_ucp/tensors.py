@@ -205,8 +205,8 @@ def extract(map, full: Array, rank: Optional[int] = None, *,
     ``full * scale ** scale_power`` for each piece."""
     power = get_scale_power(state, scale_power)
     # One rank's shard: only its copies run, into only its shard.
-    lowered = _programs.cut(map) if rank is None else \
-        _programs.cut_into(map, rank)
+    programs = _programs.programs(map)
+    lowered = programs.cut() if rank is None else programs.into(rank)
     shards = _run(lowered, {0: full}, scale_power=power, threads=threads)
     shaped = {r: _shape(t, lowered.target_shards[r])
               for r, t in shards.items()}
@@ -222,7 +222,7 @@ def rebuild(map, shards: Mapping[int, Array], *, state: Optional[str] = None,
     shard given, every holder of a replicated block must hold the same
     data."""
     power = get_scale_power(state, scale_power)
-    lowered = _programs.join(_restrict(map, set(shards)))
+    lowered = _programs.programs(_restrict(map, set(shards))).join()
     if check_replicas and shards:
         given = {r: _Buffer(t, False) for r, t in shards.items()}
         if _holding_ranks(map) <= set(given):
@@ -274,7 +274,7 @@ def _restrict(map, ranks):
                               [r for r in p.locations if r in ranks], p.scale)
                   for p in shard.pieces]
         shards.append(_core.Shard(shard.rank, shard.shape, pieces))
-    # _programs.join verifies it, as every map it lowers.
+    # _programs.programs verifies it, as every map it lowers.
     return _core.ParamMap(map.name, map.logical_shape, map.world_size,
                           shards, map.original_vocab_size)
 

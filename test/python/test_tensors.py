@@ -2,6 +2,8 @@
 random layouts and every dtype, views and non-contiguous tensors, numpy,
 scale powers, replica checks and refusals."""
 
+import copy
+import pickle
 import subprocess
 import sys
 
@@ -198,6 +200,18 @@ def test_programs_are_kept_per_map_and_follow_changes():
                                                 {0})
     assert torch.equal(m.extract(full, 1), full[:2])
     assert torch.equal(m.rebuild({0: full[2:], 1: full[:2]}), full)
+    # A piece's attribute changed in place changes the map too.
+    m.pieces_by_rank[1][0].source_offset = 4
+    m.pieces_by_rank[0][0].source_offset = 0
+    assert torch.equal(m.extract(full, 1), full[2:])
+    # An unchanged map reuses its programs; they live beside the map, which
+    # copies and pickles as its attributes alone.
+    kept = affine._KEPT_PROGRAMS[m][1]
+    m.extract(full, 0)
+    assert affine._KEPT_PROGRAMS[m][1] is kept
+    copied = pickle.loads(pickle.dumps(copy.deepcopy(m)))
+    assert copied.to_dict() == m.to_dict()
+    assert torch.equal(copied.rebuild({0: full[:2], 1: full[2:]}), full)
 
 
 def test_fresh_outputs_ask_for_huge_pages():
