@@ -86,11 +86,13 @@ def loop_rebuild(m, shards):
 
 def plain_copies(source, outputs, count):
     """The copy floor of a call: `count` outputs of `outputs` elements each
-    made with torch.empty and filled by one contiguous copy from `source`,
-    the memcpy a call could at best be."""
+    made with torch.empty and filled by one contiguous copy of the last
+    `count` slices of that size of `source` (distinct bytes, as the call
+    reads), the memcpy a call could at best be."""
     flat = source.reshape(-1)
-    return [torch.empty(outputs, dtype=source.dtype).copy_(flat[:outputs])
-            for _ in range(count)]
+    return [torch.empty(outputs, dtype=source.dtype).copy_(
+                flat[flat.numel() - outputs * (count - i):][:outputs])
+            for i in range(count)]
 
 
 def measure(label, ours, theirs, floor, output_bytes, repeat):

@@ -10,6 +10,10 @@
 // records only sometimes: without it such a parameter is refused rather
 // than split by a guess. A parameter whose map the checkpoint carries
 // (affine_map) moves to another degree only with --target-map, but to TP 1.
+// A retarget to TP 1, where every tensor is whole, records where the
+// source's shards were (ucp_tp_maps, the source's TP maps at its degree),
+// and later retargets carry the record on: going back to that degree needs
+// no flag.
 //
 //===----------------------------------------------------------------------===//
 
@@ -109,18 +113,63 @@ Error Retargeter::takeTargetMaps() {
   return Error::success();
 }
 
-std::optional<PickleRef> Retargeter::buildAffineMap(PickleBuilder &b) const {
-  if (options.targetMaps.empty())
-    return std::nullopt;
+/// `maps` as a map document, in JSON.
+static llvm::json::Value getMapDocument(llvm::ArrayRef<ParamMap> maps) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  writeMapDocument(options.targetMaps, os);
+  writeMapDocument(maps, os);
   Expected<llvm::json::Value> document = llvm::json::parse(os.str());
   if (!document) { // What writeMapDocument writes always parses.
     llvm::consumeError(document.takeError());
-    return std::nullopt;
+    return nullptr;
   }
-  return b.json(*document);
+  return std::move(*document);
+}
+
+std::optional<PickleRef> Retargeter::buildAffineMap(PickleBuilder &b) const {
+  if (options.targetMaps.empty())
+    return std::nullopt;
+  return b.json(getMapDocument(options.targetMaps));
+}
+
+std::optional<PickleRef>
+Retargeter::buildRecordedMaps(PickleBuilder &b) const {
+  std::map<int64_t, std::vector<ParamMap>> degrees;
+  if (const std::optional<LegacyCategories> &recorded =
+          checkpoint.getCategories())
+    for (const auto &[degree, maps] : recorded->mapsAtDegree)
+      if (degree != tp && degree != sourceTp)
+        for (const auto &entry : maps)
+          degrees[degree].push_back(entry.second);
+  // At TP 1 every tensor is whole: nothing else would say where the
+  // source's shards were. At another degree the shards say it themselves,
+  // and a run there saves no record.
+  if (tp == 1 && sourceTp > 1)
+    for (const DeepSpeedParam &param : checkpoint.getParams())
+      if (param.tpMap.worldSize == sourceTp)
+        degrees[sourceTp].push_back(param.tpMap);
+  if (degrees.empty())
+    return std::nullopt;
+  llvm::json::Object record;
+  for (const auto &[degree, maps] : degrees)
+    record[std::to_string(degree)] = getMapDocument(maps);
+  return b.json(llvm::json::Value(std::move(record)));
+}
+
+Error Retargeter::takeRecordedMap(const DeepSpeedParam &param,
+                                  const ParamMap &map) {
+  if (map.logicalShape != param.tpMap.logicalShape)
+    return makeError("parameter '" + param.name + "': ucp_tp_maps records it "
+                     "at TP " + std::to_string(tp) + " as " +
+                     formatShapes({map.logicalShape}) +
+                     ", and the checkpoint's is " +
+                     formatShapes({param.tpMap.logicalShape}));
+  Expected<std::vector<Extents>> shapes = getShardShapes(map);
+  if (!shapes)
+    return shapes.takeError();
+  tpMaps.push_back(map);
+  tpShapes.push_back(std::move(*shapes));
+  return Error::success();
 }
 
 Error Retargeter::planTensorParallel() {
@@ -169,7 +218,18 @@ Error Retargeter::planTensorParallel() {
   LegacyCategories sourceRows = source, targetRows = *target;
   sourceRows.vocabulary.clear();
   targetRows.vocabulary.clear();
+  auto recordedAtTarget = source.mapsAtDegree.find(tp);
   for (const DeepSpeedParam &param : params) {
+    // Where the checkpoint was retargeted from this degree, its shards
+    // were where the recorded map says (ucp_tp_maps).
+    if (recordedAtTarget != source.mapsAtDegree.end()) {
+      auto recorded = recordedAtTarget->second.find(param.name);
+      if (recorded != recordedAtTarget->second.end()) {
+        if (Error error = takeRecordedMap(param, recorded->second))
+          return error;
+        continue;
+      }
+    }
     // A recorded map says where the shards are at the source's degree and
     // nothing of another's but TP 1's, where every tensor is whole.
     if (source.affineMaps.count(param.name)) {
@@ -273,7 +333,7 @@ void Retargeter::replaceTensorParallel(
   std::vector<std::pair<PickleRef, PickleRef>> items;
   for (size_t i = 0; i + 1 < old.size(); i += 2) {
     llvm::StringRef key = from.get(old[i]).text;
-    if (key == "affine_map")
+    if (key == "affine_map" || key == "ucp_tp_maps")
       continue;
     PickleRef value = b.copy(from, old[i + 1], replaced);
     if (key == "sub_param_shard_widths") {
@@ -286,5 +346,7 @@ void Retargeter::replaceTensorParallel(
   }
   if (std::optional<PickleRef> map = buildAffineMap(b))
     items.push_back({b.string("affine_map"), *map});
+  if (std::optional<PickleRef> record = buildRecordedMaps(b))
+    items.push_back({b.string("ucp_tp_maps"), *record});
   replaced[info->getRef()] = b.dict(items, info->get().module == "collections");
 }

@@ -190,9 +190,16 @@ private:
   /// (RetargetTensorParallel.cpp).
   llvm::Error planTensorParallel();
   llvm::Error takeTargetMaps();
+  /// Takes `map`, recorded at the target's degree, as `param`'s TP map.
+  llvm::Error takeRecordedMap(const DeepSpeedParam &param,
+                              const ParamMap &map);
   /// The target maps as universal_checkpoint_info's affine_map records
   /// them, if they were given.
   std::optional<PickleRef> buildAffineMap(PickleBuilder &b) const;
+  /// ucp_tp_maps for the target: the TP maps the source records at other
+  /// degrees than the target's, and at a target of TP 1 the source's own at
+  /// its degree, as `{"DEGREE": map document}`.
+  std::optional<PickleRef> buildRecordedMaps(PickleBuilder &b) const;
   bool changesTp() const { return tp != sourceTp; }
   /// Whether the target's TP maps may differ from the source's.
   bool changesTpMaps() const {

@@ -57,6 +57,12 @@ struct LegacyCategories {
   /// parameter's map wins over every category (DeepSpeed's converter
   /// prefers it too); it holds at the TP degree it was written for only.
   std::map<std::string, ParamMap> affineMaps;
+  /// ucp_tp_maps: the TP maps of the checkpoint this one was retargeted
+  /// from to TP 1, by TP degree and parameter name, as affine-run recorded
+  /// them (DeepSpeed neither writes nor reads the key). A retarget to one of
+  /// those degrees takes them: they are where the parameter's shards were,
+  /// which the rules may not say without num_kv_heads.
+  std::map<int64_t, std::map<std::string, ParamMap>> mapsAtDegree;
 };
 
 /// AutoTP's per-parameter restore metadata (spec §4.2).

@@ -80,6 +80,7 @@ constexpr StringRef kInfoKeys[] = {
     "affine_map",
     "num_kv_heads",
     "tp_grain_size",
+    "ucp_tp_maps",
 };
 
 /// Refuses what the info holds that the lowering cannot honour and must not
@@ -92,6 +93,33 @@ Error checkUnsupportedInfo(const json::Object &info, const JsonPath &path) {
           "expert-parallel (AutoEP) metadata is not lowered by "
           "--import-legacy; its expert tensors would be split as plain TP "
           "weights");
+  return Error::success();
+}
+
+/// Reads ucp_tp_maps, {"DEGREE": map document, ...}: each document's maps
+/// over DEGREE ranks, DEGREE at least 2 (at TP 1 every tensor is whole).
+Error readMapsAtDegree(const json::Value &value, const JsonPath &path,
+                       LegacyCategories &categories) {
+  const json::Object *degrees = value.getAsObject();
+  if (!degrees)
+    return path.error("expected an object of map documents by TP degree, "
+                      "got " + getKindName(value));
+  for (const auto &[key, document] : *degrees) {
+    JsonPath at = path.field(key);
+    int64_t degree = 0;
+    if (StringRef(key).getAsInteger(10, degree) || degree < 2)
+      return at.error("expected a TP degree of at least 2 as the key");
+    Expected<std::vector<ParamMap>> maps = readMapDocument(document, at);
+    if (!maps)
+      return maps.takeError();
+    for (ParamMap &map : *maps) {
+      if (map.worldSize != degree)
+        return at.error("parameter '" + map.name + "': a map over " +
+                        std::to_string(map.worldSize) +
+                        " ranks recorded for TP " + std::to_string(degree));
+      categories.mapsAtDegree[degree][map.name] = std::move(map);
+    }
+  }
   return Error::success();
 }
 
@@ -210,6 +238,10 @@ Error readCategories(const json::Object &info, const JsonPath &path,
     for (ParamMap &map : *maps)
       categories.affineMaps[map.name] = std::move(map);
   }
+  if (const json::Value *recorded = info.get("ucp_tp_maps"))
+    if (Error error = readMapsAtDegree(*recorded, path.field("ucp_tp_maps"),
+                                       categories))
+      return error;
   if (const json::Value *version = info.get("universal_checkpoint_version"))
     if (!version->getAsNumber())
       return path.field("universal_checkpoint_version")
