@@ -114,8 +114,8 @@ struct LayoutFlags {
       "placement", cl::cat(category),
       cl::desc("experts: an AutoEP placement descriptor (JSON)")};
   cl::opt<std::string> emit{"emit", cl::init("mlir"), cl::cat(category),
-                            cl::desc("output: mlir (ucp IR) or json (a map "
-                                     "document)")};
+                            cl::desc("output: mlir (ucp IR), json (a map "
+                                     "document) or svg (a picture)")};
   cl::opt<std::string> output{"o", cl::init("-"), cl::cat(category),
                               cl::desc("output file"),
                               cl::value_desc("filename")};

@@ -4,6 +4,7 @@
 
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Formats/Json/MapDocument.h"
+#include "ucp/Formats/Svg/MapPicture.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/OutputFile.h"
 
@@ -14,13 +15,15 @@ using namespace ucp;
 
 llvm::Error writeMaps(llvm::ArrayRef<ParamMap> maps, llvm::StringRef emit,
                       llvm::StringRef path) {
-  if (emit != "mlir" && emit != "json")
-    return makeError("--emit must be mlir or json, got '" + emit + "'");
-  return writeOutputFile(path, [&](llvm::raw_ostream &os) {
+  if (emit != "mlir" && emit != "json" && emit != "svg")
+    return makeError("--emit must be mlir, json or svg, got '" + emit + "'");
+  return writeOutputFile(path, [&](llvm::raw_ostream &os) -> llvm::Error {
     if (emit == "json") {
       writeMapDocument(maps, os);
       return llvm::Error::success();
     }
+    if (emit == "svg")
+      return writeMapPicture(maps, os);
     mlir::MLIRContext context;
     context.loadDialect<UCPDialect>();
     mlir::OpBuilder builder(&context);

@@ -9,6 +9,7 @@
 #include "ucp/Formats/Json/LegacyDocument.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Formats/Json/PlanDocument.h"
+#include "ucp/Formats/Svg/MapPicture.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/NestingDepth.h"
@@ -226,6 +227,18 @@ LogicalResult ucp::exportMapDocument(ModuleOp module, llvm::raw_ostream &os) {
   if (failed(checkUniqueNames<ParamOp>(module)))
     return failure();
   writeMapDocument(collectMaps(module), os);
+  return success();
+}
+
+LogicalResult ucp::renderMapPicture(ModuleOp module, llvm::raw_ostream &os) {
+  if (failed(checkUniqueNames<ParamOp>(module)))
+    return failure();
+  std::vector<ParamMap> maps = collectMaps(module);
+  for (const ParamMap &map : maps)
+    if (llvm::Error error = checkParamMap(map))
+      return module.emitError() << llvm::toString(std::move(error));
+  if (llvm::Error error = writeMapPicture(maps, os))
+    return module.emitError() << llvm::toString(std::move(error));
   return success();
 }
 

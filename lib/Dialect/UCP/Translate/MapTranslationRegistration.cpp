@@ -70,6 +70,14 @@ void ucp::registerMapTranslations() {
         return exportMapDocument(cast<ModuleOp>(op), os);
       },
       registerDialects);
+  static TranslateFromMLIRRegistration renderSvg(
+      "render-svg",
+      "draw every parameter map as an SVG picture: F coloured by the rank "
+      "holding each block, each rank's shard beside it",
+      [](Operation *op, llvm::raw_ostream &os) {
+        return renderMapPicture(cast<ModuleOp>(op), os);
+      },
+      registerDialects);
   static TranslateFromMLIRRegistration exportPlanJson(
       "export-plan-json",
       "export ucp transfer plans as a JSON plan document (segments, fills "

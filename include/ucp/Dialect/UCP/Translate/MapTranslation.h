@@ -43,6 +43,11 @@ void registerMapFileReader();
 mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
                                       llvm::raw_ostream &os);
 
+/// Draws every `ucp.param` in `module` as an SVG picture
+/// (ucp/Formats/Svg/MapPicture.h) on `os`, once each map is verified.
+mlir::LogicalResult renderMapPicture(mlir::ModuleOp module,
+                                     llvm::raw_ostream &os);
+
 /// Registers the `--import-json`, `--import-index-map`, `--import-legacy`,
 /// `--import-plan-json`,
 /// `--export-json`, `--export-plan-json` and `--summarize` translations.
