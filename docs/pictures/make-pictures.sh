@@ -20,3 +20,21 @@ draw bigcode bigcode --name attn.c_attn.weight --q-rows 16 --kv-rows 8 \
 draw yuan yuan --name self_attn.v_proj.weight --shape 16,4 --dim 0 \
   --heads 4 --tp 2
 draw scaled-bias scaled-bias --name mlp.down_proj.bias --shape 8 --tp 4
+# ZeRO-2 partitions nested in TP shards: a generated TP 2 x DP 2
+# checkpoint's MLP gate, whose flat fp32 partitions cut it between the DP
+# ranks (rank dp * 2 + tp).
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+"$bin/ucp-make-deepspeed-checkpoint" --out "$work/ckpt" --dp 2 --tp 2 \
+  --hidden 8 --layers 1 --ffn 12 --vocab 16 --stage 2 > /dev/null
+"$bin/affine-translate" --import-deepspeed "$work/ckpt/step3" --emit json \
+  -o "$work/maps.json"
+python3 - "$work/maps.json" > "$work/gate.json" <<'PY'
+import json, sys
+document = json.load(open(sys.argv[1]))
+document["params"] = {key: value for key, value in document["params"].items()
+                      if "gate_proj" in key}
+print(json.dumps(document))
+PY
+"$bin/affine-translate" --import-json "$work/gate.json" |
+  "$bin/affine-translate" --render-svg -o "$out/zero-in-tp.svg"

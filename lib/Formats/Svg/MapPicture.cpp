@@ -31,7 +31,7 @@ const char *getRankColour(int64_t rank) {
 }
 
 /// A buffer drawn as a matrix: its last dimension across, the others
-/// flattened down.
+/// flattened down; a 1-D buffer longer than `wrap` in rows of `wrap`.
 struct Matrix {
   int64_t rows = 1, cols = 1;
   /// Rows of one block of the leading dimensions (the second-to-last
@@ -39,14 +39,30 @@ struct Matrix {
   int64_t blockRows = 1;
 };
 
-Matrix getMatrix(llvm::ArrayRef<int64_t> shape) {
+Matrix getMatrix(llvm::ArrayRef<int64_t> shape, int64_t wrap) {
   Matrix matrix;
   if (shape.empty())
     return matrix;
   matrix.cols = shape.back();
   matrix.rows = getNumElements(shape.drop_back()).value_or(1);
   matrix.blockRows = shape.size() >= 2 ? shape[shape.size() - 2] : 1;
+  if (shape.size() == 1 && matrix.cols > wrap) {
+    matrix.rows = (matrix.cols + wrap - 1) / wrap;
+    matrix.cols = wrap;
+    matrix.blockRows = matrix.rows;
+  }
   return matrix;
+}
+
+/// How wide a map's 1-D buffers are drawn (a ZeRO partition, a bias): as
+/// wide as F's rows, or a square for a 1-D F.
+int64_t getWrap(const ParamMap &map) {
+  if (map.logicalShape.size() >= 2)
+    return std::max<int64_t>(1, map.logicalShape.back());
+  int64_t n = getNumElements(map.logicalShape).value_or(1), side = 1;
+  while (side * side < n)
+    ++side;
+  return side;
 }
 
 /// A rectangle of a matrix, in elements.
@@ -54,22 +70,37 @@ struct Cell {
   int64_t row = 0, col = 0, rows = 1, cols = 1;
 };
 
-/// Appends the rectangles of `box`, a box of a buffer of `shape`: one per
-/// index of the dimensions before the last two.
+/// Appends the rectangles of [begin, end) of a 1-D buffer drawn in rows of
+/// `cols`: a partial first row, whole rows, a partial last row.
+void appendRunCells(int64_t begin, int64_t end, int64_t cols,
+                    std::vector<Cell> &out) {
+  while (begin < end) {
+    Cell cell{begin / cols, begin % cols, 1, 0};
+    if (cell.col == 0 && end - begin >= cols) {
+      cell.rows = (end - begin) / cols;
+      cell.cols = cols;
+    } else {
+      cell.cols = std::min(end, (cell.row + 1) * cols) - begin;
+    }
+    begin += cell.rows * cell.cols;
+    out.push_back(cell);
+  }
+}
+
+/// Appends the rectangles of `box`, a box of a buffer of `shape` drawn as
+/// `matrix`: one per index of the dimensions before the last two.
 void appendCells(const Box &box, llvm::ArrayRef<int64_t> shape,
-                 std::vector<Cell> &out) {
+                 const Matrix &matrix, std::vector<Cell> &out) {
   size_t rank = shape.size();
   if (rank == 0) {
     out.push_back({});
     return;
   }
+  if (rank == 1)
+    return appendRunCells(box.lo[0], box.hi[0], matrix.cols, out);
   Cell cell;
   cell.col = box.lo[rank - 1];
   cell.cols = box.hi[rank - 1] - box.lo[rank - 1];
-  if (rank == 1) {
-    out.push_back(cell);
-    return;
-  }
   cell.rows = box.hi[rank - 2] - box.lo[rank - 2];
   size_t leading = rank - 2;
   Extents index(box.lo.begin(), box.lo.begin() + leading);
@@ -114,8 +145,9 @@ std::string formatList(llvm::ArrayRef<int64_t> values) {
 /// One map's panel: where it is drawn and at what scale.
 class Panel {
 public:
-  Panel(const ParamMap &map, double top) : map(map), top(top) {
-    Matrix f = getMatrix(map.logicalShape);
+  Panel(const ParamMap &map, double top)
+      : map(map), top(top), wrap(getWrap(map)) {
+    Matrix f = getMatrix(map.logicalShape, wrap);
     scale = kFramePixels / std::max(f.rows, f.cols);
   }
 
@@ -132,6 +164,8 @@ private:
     const Piece *source;
     bool onF;
     double left, top;
+    /// The columns of the matrix the cells are of.
+    int64_t width = 1;
     std::vector<Cell> cells;
   };
   void writeFrame(llvm::raw_ostream &os, llvm::ArrayRef<int64_t> shape,
@@ -141,6 +175,7 @@ private:
 
   const ParamMap &map;
   double top;
+  int64_t wrap;
   double scale;
   std::vector<Drawn> drawn;
 };
@@ -148,12 +183,12 @@ private:
 double Panel::getShardTop(size_t index) const {
   double y = top + kTitle;
   for (size_t s = 0; s < index; ++s)
-    y += getMatrix(map.shards[s].shape).rows * scale + kGap;
+    y += getMatrix(map.shards[s].shape, wrap).rows * scale + kGap;
   return y + kTitle;
 }
 
 llvm::Error Panel::collect(int64_t &rectangles) {
-  double shardLeft = kMargin + getMatrix(map.logicalShape).cols * scale + kGap;
+  double shardLeft = kMargin + getMatrix(map.logicalShape, wrap).cols * scale + kGap;
   for (size_t s = 0; s < map.shards.size(); ++s) {
     const Shard &shard = map.shards[s];
     for (size_t k = 0; k < shard.pieces.size(); ++k) {
@@ -175,9 +210,10 @@ llvm::Error Panel::collect(int64_t &rectangles) {
                            " has too many blocks to draw");
         Drawn entry{shard.rank, static_cast<int64_t>(k), owner, &piece, onF,
                     onF ? kMargin : shardLeft,
-                    onF ? top + kTitle * 2 : getShardTop(s), {}};
+                    onF ? top + kTitle * 2 : getShardTop(s), 1, {}};
+        entry.width = getMatrix(buffer, wrap).cols;
         for (const Box &box : boxes)
-          appendCells(box, buffer, entry.cells);
+          appendCells(box, buffer, getMatrix(buffer, wrap), entry.cells);
         rectangles += entry.cells.size();
         if (rectangles > kMaxPictureRectangles)
           return makeError("parameter '" + map.name + "': more than " +
@@ -191,7 +227,7 @@ llvm::Error Panel::collect(int64_t &rectangles) {
 }
 
 double Panel::getHeight() const {
-  double f = kTitle * 2 + getMatrix(map.logicalShape).rows * scale;
+  double f = kTitle * 2 + getMatrix(map.logicalShape, wrap).rows * scale;
   double shards = getShardTop(map.shards.size()) - kTitle - top;
   double legend = kLegendRow * (map.worldSize + 2);
   return std::max(f, shards) + legend + kGap;
@@ -200,10 +236,10 @@ double Panel::getHeight() const {
 double Panel::getWidth() const {
   int64_t widest = 0;
   for (const Shard &shard : map.shards)
-    widest = std::max(widest, getMatrix(shard.shape).cols);
+    widest = std::max(widest, getMatrix(shard.shape, wrap).cols);
   // At least the legend's width.
   return std::max(440.0, kMargin * 2 +
-                             (getMatrix(map.logicalShape).cols + widest) *
+                             (getMatrix(map.logicalShape, wrap).cols + widest) *
                                  scale +
                              kGap + 120);
 }
@@ -211,7 +247,7 @@ double Panel::getWidth() const {
 void Panel::writeFrame(llvm::raw_ostream &os, llvm::ArrayRef<int64_t> shape,
                        double left, double frameTop,
                        llvm::StringRef label) const {
-  Matrix matrix = getMatrix(shape);
+  Matrix matrix = getMatrix(shape, wrap);
   os << llvm::format("<text x=\"%.2f\" y=\"%.2f\">", left, frameTop - 5)
      << escape(label) << " [" << formatList(shape) << "]</text>\n";
   os << llvm::format("<rect class=\"frame\" x=\"%.2f\" y=\"%.2f\" "
@@ -249,7 +285,7 @@ void Panel::writeDrawn(llvm::raw_ostream &os, const Drawn &d) const {
        << llvm::format("%g", piece.scale)
        << "\" data-row=\"" << cell.row << "\" data-col=\"" << cell.col
        << "\" data-rows=\"" << cell.rows << "\" data-cols=\"" << cell.cols
-       << "\"><title>" << escape(tooltip) << "</title></rect>\n";
+       << "\" data-width=\"" << d.width << "\"><title>" << escape(tooltip) << "</title></rect>\n";
     if (replicated)
       os << llvm::format("<rect class=\"replicated\" x=\"%.2f\" y=\"%.2f\" "
                          "width=\"%.2f\" height=\"%.2f\" "
@@ -271,7 +307,7 @@ void Panel::write(llvm::raw_ostream &os) const {
      << escape(map.name) << " [" << formatList(map.logicalShape) << "] over "
      << map.worldSize << " ranks</text>\n";
   writeFrame(os, map.logicalShape, kMargin, top + kTitle * 2, "F");
-  double shardLeft = kMargin + getMatrix(map.logicalShape).cols * scale + kGap;
+  double shardLeft = kMargin + getMatrix(map.logicalShape, wrap).cols * scale + kGap;
   for (size_t s = 0; s < map.shards.size(); ++s)
     writeFrame(os, map.shards[s].shape, shardLeft, getShardTop(s),
                "rank " + std::to_string(map.shards[s].rank));

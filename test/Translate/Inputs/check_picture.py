@@ -22,7 +22,8 @@ def view_offsets(shape, offset, strides):
             for index in itertools.product(*(range(e) for e in shape))}
 
 
-def cell_offsets(rect, cols):
+def cell_offsets(rect):
+    cols = int(rect.get("data-width"))
     r, c = int(rect.get("data-row")), int(rect.get("data-col"))
     rows, width = int(rect.get("data-rows")), int(rect.get("data-cols"))
     return {(r + i) * cols + c + j for i in range(rows) for j in range(width)}
@@ -34,29 +35,27 @@ def main():
             else key: entry
             for key, entry in json.load(open(sys.argv[1]))["params"].items()}
     panels = ET.parse(sys.argv[2]).getroot().findall(SVG + "g")
-    if [g.get("data-name") for g in panels] != list(maps):
+    by_name = {g.get("data-name"): g for g in panels}
+    if sorted(by_name) != sorted(maps) or len(panels) != len(maps):
         sys.exit(f"panels {[g.get('data-name') for g in panels]}")
-    for panel, (name, entry) in zip(panels, maps.items()):
-        f_cols = entry["logical_shape"][-1]
+    for name, entry in maps.items():
+        panel = by_name[name]
         rects = [r for r in panel.findall(SVG + "rect")
                  if r.get("class") == "piece"]
         hatched = len([r for r in panel.findall(SVG + "rect")
                        if r.get("class") == "replicated"])
         expected_hatched = 0
         for rank, shard in entry["ranks"].items():
-            s_cols = shard["shard_shape"][-1] if shard["shard_shape"] else 1
             for k, piece in enumerate(shard["pieces"]):
                 mine = [r for r in rects if r.get("data-rank") == rank and
                         r.get("data-piece") == str(k)]
-                for side, cols, (offset, strides) in (
-                        ("F", f_cols, piece["source"]),
-                        ("shard", s_cols, piece["dest"])):
+                for side, (offset, strides) in (
+                        ("F", piece["source"]), ("shard", piece["dest"])):
                     drawn = [r for r in mine if r.get("data-side") == side]
                     owner = min(piece["locations"]) == int(rank)
                     want = view_offsets(piece["shape"], offset, strides) \
                         if side == "shard" or owner else set()
-                    got = set().union(*(cell_offsets(r, cols)
-                                        for r in drawn))
+                    got = set().union(*(cell_offsets(r) for r in drawn))
                     if got != want:
                         sys.exit(f"{name}: rank {rank} piece {k} {side}: "
                                  f"drew {sorted(got)}, map {sorted(want)}")

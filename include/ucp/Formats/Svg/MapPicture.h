@@ -7,7 +7,8 @@
 // Each map is one panel. F and every shard are drawn as matrices: the last
 // dimension across, every other dimension flattened down (row-major, so a
 // [2, 3, 4] tensor is 6 rows of 4, with a thin line between its two
-// [3, 4] blocks). Every piece is drawn as the boxes of its view, one
+// [3, 4] blocks). A 1-D buffer (a ZeRO partition, a bias) is drawn in rows
+// as wide as F's, or square where F is 1-D too. Every piece is drawn as the boxes of its view, one
 // rectangle per box row range, outlined, and labelled `rank.piece` (the
 // piece's place in its shard, as the IR numbers them) where it is large
 // enough to hold the label. A block several ranks hold is hatched and its
@@ -17,7 +18,7 @@
 //
 // Every rectangle of a piece carries its place in elements (data-rank,
 // data-piece, data-side = "F" or "shard", data-row, data-col, data-rows,
-// data-cols), so that a reader (or a test) can check the picture against
+// data-cols, and data-width, the columns of the matrix drawn), so that a reader (or a test) can check the picture against
 // the map without measuring pixels.
 //
 //===----------------------------------------------------------------------===//
