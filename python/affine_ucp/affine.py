@@ -170,9 +170,9 @@ class ParamAffineMap:
         return _core.ParamMap(name, self.logical_shape, world, shards)
 
     def _programs(self, validate: bool) -> _programs.MapPrograms:
-        """The map's copy programs, kept on the map while it is unchanged.
-        The attributes are public and may be changed in place, so the map
-        is compared by value (O(pieces), a few microseconds, against tens
+        """The map's copy programs, kept beside it (_KEPT_PROGRAMS) while
+        it is unchanged. The attributes are public and may be changed in
+        place, so the map is compared by value (O(pieces), a few microseconds, against tens
         for building and writing its document). Where the programs are not
         kept yet, `validate` first raises the errors ``validate`` raises."""
         fingerprint = (self.logical_shape, tuple(self.shard_shapes.items()),
