@@ -93,17 +93,10 @@ Error Retargeter::takeTargetMaps() {
     if (found == byName.end())
       return makeError("--target-map: no map of parameter '" + param.name +
                        "'");
-    const ParamMap &map = *found->second;
-    if (map.logicalShape != param.tpMap.logicalShape)
-      return makeError("--target-map: parameter '" + param.name +
-                       "' is mapped as " + formatShapes({map.logicalShape}) +
-                       ", and the checkpoint's is " +
-                       formatShapes({param.tpMap.logicalShape}));
-    Expected<std::vector<Extents>> shapes = getShardShapes(map);
-    if (!shapes)
-      return shapes.takeError();
-    tpMaps.push_back(map);
-    tpShapes.push_back(std::move(*shapes));
+    if (Error error = takeMap(param, *found->second,
+                              "--target-map: parameter '" + param.name +
+                                  "' is mapped"))
+      return error;
     byName.erase(found);
   }
   if (!byName.empty())
@@ -156,12 +149,10 @@ Retargeter::buildRecordedMaps(PickleBuilder &b) const {
   return b.json(llvm::json::Value(std::move(record)));
 }
 
-Error Retargeter::takeRecordedMap(const DeepSpeedParam &param,
-                                  const ParamMap &map) {
+Error Retargeter::takeMap(const DeepSpeedParam &param, const ParamMap &map,
+                          const std::string &origin) {
   if (map.logicalShape != param.tpMap.logicalShape)
-    return makeError("parameter '" + param.name + "': ucp_tp_maps records it "
-                     "at TP " + std::to_string(tp) + " as " +
-                     formatShapes({map.logicalShape}) +
+    return makeError(origin + " as " + formatShapes({map.logicalShape}) +
                      ", and the checkpoint's is " +
                      formatShapes({param.tpMap.logicalShape}));
   Expected<std::vector<Extents>> shapes = getShardShapes(map);
@@ -225,7 +216,10 @@ Error Retargeter::planTensorParallel() {
     if (recordedAtTarget != source.mapsAtDegree.end()) {
       auto recorded = recordedAtTarget->second.find(param.name);
       if (recorded != recordedAtTarget->second.end()) {
-        if (Error error = takeRecordedMap(param, recorded->second))
+        if (Error error = takeMap(param, recorded->second,
+                                  "parameter '" + param.name +
+                                      "': ucp_tp_maps records it at TP " +
+                                      std::to_string(tp)))
           return error;
         continue;
       }

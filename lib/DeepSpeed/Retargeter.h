@@ -190,9 +190,11 @@ private:
   /// (RetargetTensorParallel.cpp).
   llvm::Error planTensorParallel();
   llvm::Error takeTargetMaps();
-  /// Takes `map`, recorded at the target's degree, as `param`'s TP map.
-  llvm::Error takeRecordedMap(const DeepSpeedParam &param,
-                              const ParamMap &map);
+  /// Takes `map` (a --target-map, or one recorded at the target's degree)
+  /// as `param`'s TP map; an error starting with `origin` where its shape
+  /// is not the parameter's.
+  llvm::Error takeMap(const DeepSpeedParam &param, const ParamMap &map,
+                      const std::string &origin);
   /// The target maps as universal_checkpoint_info's affine_map records
   /// them, if they were given.
   std::optional<PickleRef> buildAffineMap(PickleBuilder &b) const;

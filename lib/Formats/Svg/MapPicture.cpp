@@ -211,9 +211,10 @@ llvm::Error Panel::collect(int64_t &rectangles) {
         Drawn entry{shard.rank, static_cast<int64_t>(k), owner, &piece, onF,
                     onF ? kMargin : shardLeft,
                     onF ? top + kTitle * 2 : getShardTop(s), 1, {}};
-        entry.width = getMatrix(buffer, wrap).cols;
+        Matrix matrix = getMatrix(buffer, wrap);
+        entry.width = matrix.cols;
         for (const Box &box : boxes)
-          appendCells(box, buffer, getMatrix(buffer, wrap), entry.cells);
+          appendCells(box, buffer, matrix, entry.cells);
         rectangles += entry.cells.size();
         if (rectangles > kMaxPictureRectangles)
           return makeError("parameter '" + map.name + "': more than " +
