@@ -332,6 +332,7 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
   checkpoint.folder = folder.str();
   checkpoint.optimizerPrefix = scan->prefix;
   checkpoint.pp = files.pp;
+  checkpoint.pipeline = !files.layerFiles.empty();
   checkpoint.tp = files.tp;
   checkpoint.dp = files.dp;
   if (Error error = readFiles())

@@ -61,6 +61,12 @@ llvm::Expected<FolderScan> scanCheckpointFolder(llvm::StringRef folder);
 
 struct ModelStates;
 
+/// The pipeline stages and TP ranks the model-state file `first` records
+/// in `grid` (checkpoint_parallel_dimensions, or one stage), checked
+/// against its mp_world_size.
+llvm::Expected<std::pair<int64_t, int64_t>>
+readPipelineDegrees(const TorchFile &first, const ModelStates &grid);
+
 /// The pipeline stages and TP ranks of a run whose first model-state file
 /// `first` says `grid`: checkpoint_parallel_dimensions, checked against
 /// mp_world_size and the layer files of `scan` (PipelineLayers.cpp).
@@ -299,6 +305,9 @@ private:
   llvm::Expected<ParamMap> buildExpertMap(llvm::StringRef name, size_t layer,
                                           const Extents &localShape) const;
   llvm::Error findUniversalFiles(llvm::StringRef folder);
+  /// Lists a Universal folder's parameters from its model states, each
+  /// with its stages and shapes (UniversalCheckpointReader.cpp).
+  llvm::Error listUniversalParams();
   llvm::Error buildUniversalParams();
   llvm::Error readUniversalStates(const DeepSpeedParam &param);
   llvm::Error buildUniversalTemplates();

@@ -30,22 +30,32 @@ using llvm::Error;
 using llvm::Expected;
 
 Expected<std::pair<int64_t, int64_t>>
+ucp::readPipelineDegrees(const TorchFile &first, const ModelStates &grid) {
+  int64_t mp = grid.mpWorldSize;
+  if (!grid.ppTpDegrees)
+    return std::pair{int64_t(1), mp};
+  auto [pp, tp] = *grid.ppTpDegrees;
+  if (pp < 1 || tp < 1 || pp > mp || tp > mp || pp * tp != mp)
+    return makeError(first.getPath() +
+                     ": checkpoint_parallel_dimensions gives pp_degree " +
+                     std::to_string(pp) + " and tp_degree " +
+                     std::to_string(tp) + ", but mp_world_size is " +
+                     std::to_string(mp) +
+                     " (the TP ranks of every stage: their product)");
+  return std::pair{pp, tp};
+}
+
+Expected<std::pair<int64_t, int64_t>>
 ucp::getPipelineGrid(const FolderScan &scan, const TorchFile &first,
                      const ModelStates &grid) {
-  int64_t mp = grid.mpWorldSize, pp = 1, tp = mp;
+  Expected<std::pair<int64_t, int64_t>> degrees =
+      readPipelineDegrees(first, grid);
+  if (!degrees)
+    return degrees.takeError();
+  auto [pp, tp] = *degrees;
   auto refuse = [&](const std::string &why) {
     return makeError(first.getPath() + ": " + why);
   };
-  if (grid.ppTpDegrees) {
-    auto [p, t] = *grid.ppTpDegrees;
-    if (p < 1 || t < 1 || p > mp || t > mp || p * t != mp)
-      return refuse("checkpoint_parallel_dimensions gives pp_degree " +
-                    std::to_string(p) + " and tp_degree " + std::to_string(t) +
-                    ", but mp_world_size is " + std::to_string(mp) +
-                    " (the TP ranks of every stage: their product)");
-    pp = p;
-    tp = t;
-  }
   bool layers = !scan.layerFiles.empty();
   if (pp > 1 && !layers)
     return refuse("a pipeline of " + std::to_string(pp) +

@@ -7,6 +7,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <map>
 #include <numeric>
 
 using namespace ucp;
@@ -99,6 +100,60 @@ std::vector<size_t> ucp::orderStageParams(
   std::vector<size_t> order(names.size());
   std::iota(order.begin(), order.end(), 0);
   llvm::stable_sort(order, [&](size_t a, size_t b) { return keys[a] < keys[b]; });
+  return order;
+}
+
+std::vector<size_t> ucp::orderModuleKeys(llvm::ArrayRef<std::string> keys,
+                                         llvm::ArrayRef<size_t> groups) {
+  // The submodules, by first appearance in `keys`.
+  std::vector<llvm::StringRef> modules;
+  std::vector<size_t> moduleOf;
+  for (llvm::StringRef key : keys) {
+    llvm::StringRef module = key.rsplit('.').second.empty()
+                                 ? llvm::StringRef()
+                                 : key.rsplit('.').first;
+    auto found = llvm::find(modules, module);
+    moduleOf.push_back(found - modules.begin());
+    if (found == modules.end())
+      modules.push_back(module);
+  }
+  // Each group orders the submodules it lists: an edge from each to the
+  // next.
+  size_t count = modules.size();
+  std::vector<std::vector<size_t>> after(count);
+  std::vector<size_t> before(count, 0);
+  std::map<size_t, size_t> lastOfGroup;
+  for (auto [i, module] : llvm::enumerate(moduleOf)) {
+    auto [last, added] = lastOfGroup.try_emplace(groups[i], module);
+    if (!added && last->second != module) {
+      after[last->second].push_back(module);
+      ++before[module];
+      last->second = module;
+    }
+  }
+  // Kahn's merge, the first-appearing submodule first among the free; a
+  // cycle (groups that disagree) leaves the rest in order of appearance.
+  std::vector<size_t> merged;
+  std::vector<bool> placed(count, false);
+  while (merged.size() < count) {
+    size_t next = count;
+    for (size_t m = 0; m < count && next == count; ++m)
+      if (!placed[m] && before[m] == 0)
+        next = m;
+    for (size_t m = 0; m < count && next == count; ++m)
+      if (!placed[m])
+        next = m;
+    placed[next] = true;
+    merged.push_back(next);
+    for (size_t m : after[next])
+      if (before[m] > 0)
+        --before[m];
+  }
+  std::vector<size_t> order;
+  for (size_t module : merged)
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (moduleOf[i] == module)
+        order.push_back(i);
   return order;
 }
 

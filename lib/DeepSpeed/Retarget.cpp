@@ -115,6 +115,8 @@ Error Retargeter::plan() {
   }
   if (Error error = planStages())
     return error;
+  if (Error error = planLayerFiles())
+    return error;
   for (size_t g = 0; g < groups.size(); ++g) {
     outerDegrees.push_back(isExpertGroup(g) ? epSize
                                             : getModelParallelDegree());
@@ -386,7 +388,7 @@ Error Retargeter::write(llvm::StringRef folder) {
     for (const AutoEpLayer &layer : checkpoint.getAutoEpLayers())
       experts += layer.numExperts;
   int64_t mp = getModelParallelDegree();
-  size_t layerFiles = checkpoint.getLayerFiles().size();
+  size_t layerFiles = getLayerFileCount();
   size_t total = (isZero3Target() ? mp * options.dp : mp) + mp * options.dp +
                  experts + layerFiles;
   auto report = [&] {

@@ -11,7 +11,7 @@
 // order of the layers first using them, then each layer's by layer, a
 // layer's own in the source's order. A parameter's map is its TP map on
 // each target stage holding it; the layer files, one per layer, are the
-// same at every stage count and are copied.
+// same at every stage count (RetargetLayerFiles.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -73,9 +73,12 @@ Error Retargeter::checkPipeline() const {
         "(DeepSpeed's PipelineModule.parts as B0,...,B" +
         std::to_string(pp) + ", or uniform:L for partition_method "
                              "'uniform' over L layers)");
-  if (!changesStages() && !options.ppTiedLayers.empty())
+  // A Universal folder's tied modules are written in a layer file.
+  if (!changesStages() && !options.ppTiedLayers.empty() &&
+      !checkpoint.isUniversal())
     return makeError("--pp-tied: used only where the stages change (another "
-                     "--pp, or --pp-partition), and they stay the source's");
+                     "--pp, or --pp-partition) or layer files are made, and "
+                     "the stages stay the source's");
   for (const auto &[key, layers] : options.ppTiedLayers)
     if (llvm::none_of(checkpoint.getParams(), [&](const DeepSpeedParam &p) {
           return getTiedKey(p.name) == llvm::StringRef(key);
@@ -240,11 +243,4 @@ void Retargeter::replacePipeline(
   if (shapes && !shapes->is(PickleValue::None))
     replaced[shapes->getRef()] = buildParamShapes(b, m);
   replacePath(root, kPpDegree, b.integer(pp), replaced);
-}
-
-Error Retargeter::writeLayerFiles(llvm::StringRef folder) {
-  for (const std::unique_ptr<TorchFile> &file : checkpoint.getLayerFiles())
-    if (Error error = copySourceFile(file->getPath(), folder))
-      return error;
-  return Error::success();
 }

@@ -142,8 +142,17 @@ private:
   /// param_shapes and the pipeline degree.
   void replacePipeline(const PickleCursor &root, int64_t m, PickleBuilder &b,
                        llvm::DenseMap<PickleRef, PickleRef> &replaced) const;
-  /// Copies the source's layer files into `folder`.
+
+  // Layer files (RetargetLayerFiles.cpp).
+  /// From a Universal folder of a pipeline run: the parameters and keys of
+  /// each layer file to make.
+  llvm::Error planLayerFiles();
+  /// The layer files the target gets.
+  size_t getLayerFileCount() const;
+  /// Copies the source's layer files into `folder`, or makes them from the
+  /// fp32 masters where the source is a Universal folder.
   llvm::Error writeLayerFiles(llvm::StringRef folder);
+  llvm::Error writeLayerFilesFromMasters(llvm::StringRef folder);
 
   // Expert parallelism (RetargetExpertParallel.cpp).
   /// Refuses an AutoEP target that cannot be written.
@@ -340,6 +349,10 @@ private:
   /// Where rebuildsWeights(): each parameter's fp32 weights from the
   /// source grid to the target's TP shards, whole.
   TransferPrograms weightPrograms;
+  /// planLayerFiles's: per layer, its parameters and their keys, in the
+  /// file's order.
+  std::map<int64_t, std::vector<size_t>> layerParams;
+  std::map<int64_t, std::vector<std::string>> layerKeys;
   std::atomic<int64_t> bytesWritten{0};
   std::atomic<size_t> filesWritten{0};
 };

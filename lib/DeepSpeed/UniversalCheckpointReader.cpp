@@ -44,11 +44,12 @@ static std::string joinPath(llvm::StringRef a, llvm::StringRef b,
   return std::string(joined);
 }
 
-/// The model-state file of TP rank `t` (DP rank 0's for ZeRO-3).
-static std::string getModelFileName(bool zero3, int64_t t) {
-  std::string tp = llvm::formatv("{0:d2}", t).str();
-  return zero3 ? "zero_pp_rank_0_mp_rank_" + tp + "_model_states.pt"
-               : "mp_rank_" + tp + "_model_states.pt";
+/// The model-state file of model-parallel rank `m` (DP rank 0's for
+/// ZeRO-3).
+static std::string getModelFileName(bool zero3, int64_t m) {
+  std::string mp = llvm::formatv("{0:d2}", m).str();
+  return zero3 ? "zero_pp_rank_0_mp_rank_" + mp + "_model_states.pt"
+               : "mp_rank_" + mp + "_model_states.pt";
 }
 
 Error DeepSpeedReader::findUniversalFiles(llvm::StringRef folder) {
@@ -71,20 +72,34 @@ Error DeepSpeedReader::findUniversalFiles(llvm::StringRef folder) {
   if (std::string error = checkWorldSize(grid->mpWorldSize, "mp_world_size");
       !error.empty())
     return makeError(first + ": " + error);
-  if (grid->ppTpDegrees && grid->ppTpDegrees->first > 1)
+  Expected<std::pair<int64_t, int64_t>> degrees =
+      readPipelineDegrees(**file, *grid);
+  if (!degrees)
+    return degrees.takeError();
+  // A PipelineModule's model states hold no module: its weights were in
+  // the layer files, which a Universal folder does not keep.
+  std::optional<PickleCursor> module =
+      PickleCursor((*file)->getDocument()).find("module");
+  checkpoint.pipeline = degrees->first > 1 ||
+                        (!files.zero3 && module && module->is(PickleValue::None));
+  if (checkpoint.pipeline && (files.zero3 || degrees->second > 1))
     return makeError(first + ": a Universal checkpoint of a pipeline-parallel "
-                             "run (pp_degree " +
-                     std::to_string(grid->ppTpDegrees->first) +
-                     "), which is not read yet: its per-stage model states "
-                     "would have to be regrouped");
-  files.tp = files.mp = grid->mpWorldSize;
+                             "run with " +
+                     (files.zero3 ? std::string("ZeRO-3, which DeepSpeed does "
+                                                "not run")
+                                  : std::to_string(degrees->second) +
+                                        " TP ranks per stage, which is not "
+                                        "read yet"));
+  std::tie(files.pp, files.tp) = *degrees;
+  files.mp = grid->mpWorldSize;
   files.dp = 1;
-  for (int64_t t = 0; t < files.tp; ++t) {
+  for (int64_t m = 0; m < files.mp; ++m) {
     files.modelFiles.push_back(
-        joinPath(folder, getModelFileName(files.zero3, t)));
+        joinPath(folder, getModelFileName(files.zero3, m)));
     if (!fs::is_regular_file(files.modelFiles.back()))
       return makeError(files.modelFiles.back() + ": missing (" + first +
-                       " records " + std::to_string(files.tp) + " TP ranks)");
+                       " records " + std::to_string(files.mp) +
+                       " model-parallel ranks)");
   }
   if (!fs::is_directory(joinPath(folder, "zero")))
     return makeError(joinPath(folder, "zero") +
@@ -166,40 +181,85 @@ Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
   return Error::success();
 }
 
-Error DeepSpeedReader::buildUniversalParams() {
-  for (size_t g = 0; g < getModel(0).groups.size(); ++g)
-    for (size_t p = 0; p < getModel(0).groups[g].size(); ++p) {
-      DeepSpeedParam param;
-      param.name = getModel(0).groups[g][p].name;
-      param.group = g;
-      for (int64_t t = 0; t < files.tp; ++t)
-        param.tpShapes.push_back(getModel(t).groups[g][p].shape);
-      if (expertGroups.count(g)) {
-        param.expertLayer = expertLayers[g][p];
-        param.tpShapes.resize(checkpoint.getAutoEpSize(), param.tpShapes[0]);
+Error DeepSpeedReader::listUniversalParams() {
+  // Stage by stage, as the DeepSpeed reader lists them: a parameter that
+  // several stages hold (a tied embedding) once.
+  std::map<std::string, size_t> byName;
+  size_t groups = getModel(0).groups.size();
+  for (int64_t stage = 0; stage < files.pp; ++stage) {
+    int64_t first = stage * files.tp;
+    const std::string &path = files.modelFiles[first];
+    if (!getModel(first).shapesRecorded)
+      return makeError(path + ": param_shapes is None (BF16_Optimizer in a "
+                              "pipeline), so nothing in a Universal folder "
+                              "says which parameters each stage and group "
+                              "holds; retarget the checkpoint itself "
+                              "(ds-retarget), whose optimizer files say");
+    if (getModel(first).groups.size() != groups)
+      return makeError(path + ": " +
+                       std::to_string(getModel(first).groups.size()) +
+                       " parameter groups, but " + files.modelFiles[0] +
+                       " has " + std::to_string(groups) +
+                       ": every stage's optimizer has the same groups");
+    for (size_t g = 0; g < groups; ++g)
+      for (size_t p = 0; p < getModel(first).groups[g].size(); ++p) {
+        const std::string &name = getModel(first).groups[g][p].name;
+        auto [it, added] = byName.try_emplace(name, checkpoint.params.size());
+        if (added) {
+          DeepSpeedParam &param = checkpoint.params.emplace_back();
+          param.name = name;
+          param.group = g;
+          param.tpShapes.resize(files.mp);
+          if (expertGroups.count(g))
+            param.expertLayer = expertLayers[g][p];
+          paramStages.emplace_back();
+        }
+        DeepSpeedParam &param = checkpoint.params[it->second];
+        std::vector<int64_t> &stages = paramStages[it->second];
+        if ((!stages.empty() && stages.back() == stage) || param.group != g)
+          return makeError(path + ": param_shapes lists '" + name + "' " +
+                           (param.group != g ? "in group " + std::to_string(g) +
+                                                   " and in group " +
+                                                   std::to_string(param.group)
+                                             : std::string("twice")) +
+                           ": a parameter is one parameter of one group");
+        stages.push_back(stage);
+        if (checkpoint.pipeline) {
+          auto &stageGroups = checkpoint.stageGroups;
+          stageGroups.resize(files.pp, std::vector<std::vector<size_t>>(groups));
+          stageGroups[stage][g].push_back(it->second);
+        }
+        for (int64_t t = 0; t < files.tp; ++t)
+          param.tpShapes[first + t] = getModel(first + t).groups[g][p].shape;
       }
-      Expected<ParamMap> tpMap =
-          param.expertLayer ? buildExpertMap(param.name, *param.expertLayer,
-                                             param.tpShapes.front())
-                            : buildTpMap(param.name, param.tpShapes);
-      if (!tpMap)
-        return tpMap.takeError();
-      // A vocabulary padded in F has rows no Universal file holds.
-      if (tpMap->originalVocabSize)
-        return makeError(files.modelFiles[0] + ": parameter '" + param.name +
-                         "': a vocabulary padded for its split, whose "
-                         "Universal form drops the padding, is not supported");
-      param.tpMap = std::move(*tpMap);
-      Expected<ParamMap> whole =
-          buildReplicatedLayout(param.name, param.tpMap.logicalShape, 1);
-      if (!whole)
-        return whole.takeError();
-      param.map = std::move(*whole);
-      param.slices = {{0, *getNumElements(param.tpMap.logicalShape)}};
-      if (Error error = readUniversalStates(param))
-        return error;
-      checkpoint.params.push_back(std::move(param));
-    }
+  }
+  return Error::success();
+}
+
+Error DeepSpeedReader::buildUniversalParams() {
+  if (Error error = listUniversalParams())
+    return error;
+  for (auto [param, stages] : llvm::zip(checkpoint.params, paramStages)) {
+    if (param.expertLayer)
+      param.tpShapes.resize(checkpoint.getAutoEpSize(), param.tpShapes[0]);
+    Expected<ParamMap> tpMap = buildModelParallelMap(param, stages);
+    if (!tpMap)
+      return tpMap.takeError();
+    // A vocabulary padded in F has rows no Universal file holds.
+    if (tpMap->originalVocabSize)
+      return makeError(files.modelFiles[0] + ": parameter '" + param.name +
+                       "': a vocabulary padded for its split, whose "
+                       "Universal form drops the padding, is not supported");
+    param.tpMap = std::move(*tpMap);
+    Expected<ParamMap> whole =
+        buildReplicatedLayout(param.name, param.tpMap.logicalShape, 1);
+    if (!whole)
+      return whole.takeError();
+    param.map = std::move(*whole);
+    param.slices = {{0, *getNumElements(param.tpMap.logicalShape)}};
+    if (Error error = readUniversalStates(param))
+      return error;
+  }
   return Error::success();
 }
 
@@ -209,11 +269,12 @@ Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
   if (Error error = findUniversalFiles(folder))
     return error;
   checkpoint.tp = files.tp;
+  checkpoint.pp = files.pp;
   checkpoint.dp = 1;
   if (Error error = readFiles())
     return error;
   for (auto [path, model] : llvm::zip(files.modelFiles, models))
-    if (model.mpWorldSize != files.tp || model.version != models[0].version ||
+    if (model.mpWorldSize != files.mp || model.version != models[0].version ||
         model.globalSteps != models[0].globalSteps)
       return makeError(path +
                        ": its mp_world_size, ds_version or global_steps "
@@ -230,6 +291,12 @@ Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
   if (stage)
     stage = stage->at("stage");
   Expected<int64_t> value = stage ? stage->getInt() : stage.takeError();
+  if (value && *value == 0)
+    return makeError(files.modelFiles[0] +
+                     ": ZeRO stage 0 (BF16_Optimizer), whose Universal form "
+                     "is not read: no such folder has been checked against "
+                     "what DeepSpeed loads from it; retarget the checkpoint "
+                     "itself (ds-retarget)");
   if (!value || *value < 1 || *value > 3 || (*value == 3) != files.zero3)
     return makeError(files.modelFiles[0] + ": ds_config.zero_optimization." +
                      "stage " +
@@ -237,11 +304,17 @@ Error DeepSpeedReader::runUniversal(llvm::StringRef folder) {
                             : llvm::toString(value.takeError()) + ", for") +
                      " its file names");
   checkpoint.stage = *value;
-  // DeepSpeed names the optimizer files of bf16 runs bf16_*.
-  std::optional<PickleCursor> bf16 = root.find("ds_config");
-  bf16 = bf16 ? bf16->find("bf16") : std::nullopt;
-  bf16 = bf16 ? bf16->find("enabled") : std::nullopt;
-  if (bf16 && bf16->is(PickleValue::Bool) && bf16->get().boolean)
+  // The module's dtype (DeepSpeed names the optimizer files of bf16 runs
+  // bf16_*).
+  for (auto [key, type] :
+       {std::pair{"bf16", DType::BF16}, {"fp16", DType::F16}}) {
+    std::optional<PickleCursor> enabled = root.find("ds_config");
+    enabled = enabled ? enabled->find(key) : std::nullopt;
+    enabled = enabled ? enabled->find("enabled") : std::nullopt;
+    if (enabled && enabled->is(PickleValue::Bool) && enabled->get().boolean)
+      checkpoint.moduleType = type;
+  }
+  if (checkpoint.moduleType == DType::BF16)
     checkpoint.optimizerPrefix = "bf16_";
   if (Error error = readExpertParallelLayout())
     return error;

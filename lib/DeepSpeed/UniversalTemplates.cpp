@@ -250,7 +250,7 @@ Error DeepSpeedReader::buildUniversalTemplates() {
       writeTemplateFile(document, t.storages, saved->get());
   if (!bytes)
     return bytes.takeError();
-  for (int64_t rank = 0; rank < files.tp; ++rank) {
+  for (int64_t rank = 0; rank < files.mp; ++rank) {
     Expected<std::unique_ptr<TorchFile>> file = TorchFile::parse(
         llvm::MemoryBuffer::getMemBufferCopy((*bytes)->getBuffer(), name));
     if (!file)

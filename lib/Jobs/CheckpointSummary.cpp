@@ -203,7 +203,11 @@ static void summarizeDeepSpeed(const DeepSpeedCheckpoint &checkpoint,
   bool rules = checkpoint.getCategories().has_value();
   if (checkpoint.isUniversal()) {
     summary.format = "Universal";
-    summary.applies = {"universal-to-ds (--dp, --tp, --zero-stage)",
+    // DeepSpeed runs no pipeline with ZeRO-3; one with TP is not written.
+    summary.applies = {checkpoint.isPipeline()
+                           ? "universal-to-ds (--dp, --zero-stage 1|2, --pp; "
+                             "--pp-tied for each tied module)"
+                           : "universal-to-ds (--dp, --tp, --zero-stage)",
                        "export"};
     if (checkpoint.getAutoEpSize())
       summary.applies.push_back("universal-to-ds --autoep-size");
@@ -218,19 +222,22 @@ static void summarizeDeepSpeed(const DeepSpeedCheckpoint &checkpoint,
               : "ds-to-universal --inject_missing_state (the model states "
                 "carry no universal_checkpoint_info)");
     summary.applies.push_back(
-        frozen ? "ds-retarget --dp (ZeRO-1 and 2)"
-               : "ds-retarget --dp, --zero-stage 1|2|3");
+        frozen || checkpoint.isPipeline()
+            ? "ds-retarget --dp, --zero-stage 1|2"
+            : "ds-retarget --dp, --zero-stage 1|2|3");
     if (frozen)
       summary.refused.push_back("ds-retarget to or from ZeRO-3: frozen "
                                 "parameters (frozen_param_fragments)");
-    if (rules && !frozen)
+    if (rules && !frozen && !checkpoint.isPipeline())
       summary.applies.push_back("ds-retarget --tp");
     else
       summary.refused.push_back(
           std::string("ds-retarget --tp: ") +
-          (!rules ? "the model states carry no universal_checkpoint_info "
-                    "(give the target's maps with --target-map)"
-                  : "frozen parameters"));
+          (checkpoint.isPipeline()
+               ? "a pipeline with tensor parallelism is not written"
+           : !rules ? "the model states carry no universal_checkpoint_info "
+                      "(give the target's maps with --target-map)"
+                    : "frozen parameters"));
     if (checkpoint.isPipeline())
       summary.applies.push_back("ds-retarget --pp");
     if (checkpoint.getAutoEpSize())

@@ -96,6 +96,40 @@ TEST(PipelineLayoutTest, StagesListTiedModulesFirstThenLayers) {
                          "3.fc.weight", "4.fc.weight", "12.w"}));
 }
 
+/// `keys` ordered by orderModuleKeys, each of group `groups[i]`.
+static std::vector<std::string>
+orderKeys(const std::vector<std::string> &keys,
+          const std::vector<size_t> &groups) {
+  std::vector<std::string> ordered;
+  for (size_t i : orderModuleKeys(keys, groups))
+    ordered.push_back(keys[i]);
+  return ordered;
+}
+
+TEST(PipelineLayoutTest, ModuleKeysFollowRegistrationOrder) {
+  // A transformer block as a stage's two groups list it (>= 2-D weights,
+  // then the rest): its state_dict order comes back.
+  EXPECT_EQ(orderKeys({"fc1.weight", "fc2.weight", "ln.weight", "ln.bias",
+                       "fc1.bias", "fc2.bias"},
+                      {0, 0, 1, 1, 1, 1}),
+            (std::vector<std::string>{"ln.weight", "ln.bias", "fc1.weight",
+                                      "fc1.bias", "fc2.weight", "fc2.bias"}));
+  // Nested submodules, the second group ordering one the first does not
+  // list, and a key of the module itself.
+  EXPECT_EQ(orderKeys({"attn.q.weight", "attn.o.weight", "mlp.up.weight",
+                       "scale", "attn.q.bias", "attn.k.bias", "attn.o.bias",
+                       "mlp.up.bias"},
+                      {0, 0, 0, 0, 1, 1, 1, 1}),
+            (std::vector<std::string>{"attn.q.weight", "attn.q.bias",
+                                      "attn.k.bias", "attn.o.weight",
+                                      "attn.o.bias", "mlp.up.weight",
+                                      "mlp.up.bias", "scale"}));
+  // One group, or groups that disagree: the order given, by submodule.
+  EXPECT_EQ(orderKeys({"weight"}, {0}), (std::vector<std::string>{"weight"}));
+  EXPECT_EQ(orderKeys({"a.w", "b.w", "b.x", "a.x"}, {0, 0, 1, 1}),
+            (std::vector<std::string>{"a.w", "a.x", "b.w", "b.x"}));
+}
+
 TEST(PipelineLayoutTest, PlacedMapsVerifyAndComeBack) {
   std::mt19937_64 rng(32);
   for (int trial = 0; trial < 200; ++trial) {

@@ -78,7 +78,8 @@ static const CommandHelp kCommands[] = {
     {"universal-to-ds",
      "affine-run universal-to-ds --input_folder UNIV --output_folder OUT/TAG "
      "[--dp M] [--tp N [--num-kv-heads K] | --target-map FILE] "
-     "[--zero-stage S] [--autoep-size E] [--threads N] [--no-sync] [--quiet]",
+     "[--zero-stage S] [--autoep-size E] [--pp P [--pp-partition PARTS]] "
+     "[--pp-tied KEY=L1,L2]... [--threads N] [--no-sync] [--quiet]",
      "affine-run universal-to-ds --input_folder ckpt/global_step3_universal "
      "--output_folder tp1/global_step3 --tp 1 --dp 2"},
     {"export",

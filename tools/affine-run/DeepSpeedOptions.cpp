@@ -229,6 +229,7 @@ cl::opt<int64_t> targetPp(
              "(default: the source's); above 1, another count needs "
              "--pp-partition"),
     cl::value_desc("P"), cl::sub(retargetCommand),
+    cl::sub(fromUniversalCommand),
     cl::cat(getDeepSpeedCategory()));
 cl::opt<std::string> ppPartition(
     "pp-partition",
@@ -237,13 +238,16 @@ cl::opt<std::string> ppPartition(
              "[Bs, Bs+1)), or uniform:L for partition_method 'uniform' over "
              "L layers"),
     cl::value_desc("PARTS"), cl::sub(retargetCommand),
+    cl::sub(fromUniversalCommand),
     cl::cat(getDeepSpeedCategory()));
 cl::list<std::string> ppTied(
     "pp-tied",
     cl::desc("the layers using tied module KEY (TiedLayerSpec), whose stages "
              "all hold its parameters; needed at another stage count above 1 "
-             "(repeat for each key)"),
+             "and, from a Universal folder, always: its weights are written "
+             "in the first layer's file (repeat for each key)"),
     cl::value_desc("KEY=L1,L2"), cl::sub(retargetCommand),
+    cl::sub(fromUniversalCommand),
     cl::cat(getDeepSpeedCategory()));
 cl::opt<int64_t> numKvHeads(
     "num-kv-heads",

@@ -172,9 +172,15 @@ public:
   int64_t getGlobalSteps() const { return globalSteps; }
   /// The pipeline stages: 1 without a pipeline.
   int64_t getPipelineDegree() const { return pp; }
-  /// Whether the folder is a PipelineModule's, its module weights in
-  /// layer files (one per layer and TP rank) rather than the model states.
-  bool isPipeline() const { return !layerFiles.empty(); }
+  /// Whether the run is a PipelineModule's: its module weights in layer
+  /// files (one per layer and TP rank) rather than the model states, its
+  /// parameters named by layer. A Universal folder of such a run has no
+  /// layer files; its model states' module is None.
+  bool isPipeline() const { return pipeline; }
+  /// The dtype of the module's weights as ds_config gives it (bf16, fp16,
+  /// else fp32); read from a Universal folder, whose pipeline layer files
+  /// are made anew.
+  DType getModuleType() const { return moduleType; }
   /// The model-parallel ranks of the grid: stages x TP ranks.
   int64_t getModelParallelDegree() const { return pp * tp; }
   /// What the optimizer files' names start with: "bf16_" for bf16 runs,
@@ -262,6 +268,8 @@ public:
   /// copy for a parameter of one layer; for a tied parameter, every layer
   /// file holding it, once per stage holding it.
   llvm::ArrayRef<LayerWeight> getLayerWeights(const DeepSpeedParam &param) const {
+    if (getIndex(param) >= layerWeights.size()) // No layer files.
+      return {};
     return layerWeights[getIndex(param)];
   }
   /// A pipeline run's parameter group `group` on stage `stage`: its
@@ -306,7 +314,8 @@ private:
   std::string folder, optimizerPrefix, dsVersion;
   int64_t tp = 1, dp = 1, pp = 1, recordedDp = 1, globalSteps = 0;
   int stage = 1;
-  bool universal = false, bf16Optimizer = false;
+  DType moduleType = DType::F32;
+  bool universal = false, bf16Optimizer = false, pipeline = false;
   std::vector<DeepSpeedParam> params;
   /// Per group: whether it holds the Adam moments.
   std::vector<bool> groupMoments;

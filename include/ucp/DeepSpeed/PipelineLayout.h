@@ -55,6 +55,18 @@ std::vector<size_t>
 orderStageParams(llvm::ArrayRef<std::string> names,
                  llvm::function_ref<int64_t(llvm::StringRef key)> firstUse);
 
+/// The order of one module's state_dict keys `keys` (local names such as
+/// `fc1.weight`), which a Universal folder does not record, from the order
+/// the optimizer lists them in: `keys` as the stage's groups list them,
+/// group by group, `groups[i]` the group of `keys[i]`. Each group lists
+/// the module's parameters in registration order, so the submodules
+/// (the keys up to their last '.') are ordered by merging every group's
+/// order of them, a submodule first where nothing orders it after
+/// another; a submodule's keys follow in the given order (a >= 2-D
+/// weight's group, first, before its bias's). Returns indices into `keys`.
+std::vector<size_t> orderModuleKeys(llvm::ArrayRef<std::string> keys,
+                                    llvm::ArrayRef<size_t> groups);
+
 /// `stageMap` (a parameter's map over one stage's `tp` TP ranks) placed on
 /// each of `stages` of a pipeline of `pp` stages: over `pp * tp` ranks,
 /// the copies on several stages replicas of each other.
