@@ -34,7 +34,9 @@ With --pp N, only a pipeline-parallel checkpoint instead (DeepSpeed's
 PipelineModule, N stages x DP dp, ZeRO-1, bf16, --layers blocks of
 --hidden and --ffn with a head of its own): the copy floor, ds-to-universal,
 ds-retarget to one stage and to N + 1 stages (DeepSpeed's uniform
-partition of the --layers + 3 layers), and export.
+partition of the --layers + 3 layers), universal-to-ds from its Universal
+form (made once, untimed) at DP dp + 1, layer files made from the masters,
+and export.
 
 Each table gives the peak extra disk: the most the free space fell below what it was at
 the start, less the size of the final output (so, the temporary files),
@@ -182,6 +184,11 @@ def print_table(source, samples):
 
 def pipeline_main():
     source = make_checkpoint(f"checkpoint-pp{args.pp}", 1, args.pp)
+    universal = os.path.join(args.work, f"universal-pp{args.pp}", "u")
+    if not os.path.isdir(universal):
+        subprocess.run(affine_run("ds-to-universal", "--inject_missing_state",
+                                  "--input_folder", source, "--output_folder",
+                                  universal), check=True)
     print_table(source, run_rounds({
         "copy floor": lambda o: ["sh", "-c", f'cp -r "{source}" "{o}" && sync'],
         "affine-run": lambda o: affine_run(
@@ -194,9 +201,12 @@ def pipeline_main():
             "ds-retarget", "--input_folder", source, "--output_folder", o,
             "--pp", str(args.pp + 1), "--pp-partition",
             f"uniform:{args.layers + 3}", "--dp", str(args.dp)),
+        "from univ.": lambda o: affine_run(
+            "universal-to-ds", "--input_folder", universal, "--output_folder",
+            o, "--dp", str(args.dp + 1)),
         "export": lambda o: affine_run(
             "export", "--input_folder", source, "--out", o),
-    }, [source], None))
+    }, [source, universal], None))
 
 
 def main():

@@ -10,9 +10,10 @@
 
 using namespace ucp;
 
-llvm::Error ucp::checkReplicas(const ParamMap &map,
-                               const std::map<int64_t, const char *> &shards,
-                               int64_t elementSize) {
+llvm::Expected<std::optional<ReplicaMismatch>>
+ucp::findReplicaMismatch(const ParamMap &map,
+                         const std::map<int64_t, const char *> &shards,
+                         int64_t elementSize) {
   llvm::Expected<ParamMap> canonical = canonicalizeParamMap(map);
   if (!canonical)
     return canonical.takeError();
@@ -31,10 +32,10 @@ llvm::Error ucp::checkReplicas(const ParamMap &map,
       holders.push_back({shard.rank, box.lo, piece.dest});
     }
   }
-  std::string error;
+  std::optional<ReplicaMismatch> mismatch;
   sweepBoxes(boxes, map.logicalShape,
              [&](const Box &cell, llvm::ArrayRef<unsigned> owners) {
-               if (!error.empty() || owners.size() < 2)
+               if (mismatch || owners.size() < 2)
                  return;
                Extents shape;
                for (size_t d = 0; d < cell.lo.size(); ++d)
@@ -50,7 +51,7 @@ llvm::Error ucp::checkReplicas(const ParamMap &map,
                }
                int64_t flat = 0;
                forEachElement(shape, views, [&](llvm::ArrayRef<int64_t> at) {
-                 if (!error.empty())
+                 if (mismatch)
                    return;
                  const char *first =
                      shards.at(holders[owners[0]].rank) + at[0] * elementSize;
@@ -61,18 +62,30 @@ llvm::Error ucp::checkReplicas(const ParamMap &map,
                      Extents element = unravelIndex(flat, shape);
                      for (size_t d = 0; d < element.size(); ++d)
                        element[d] += cell.lo[d];
-                     error = "parameter '" + map.name + "': ranks " +
-                             std::to_string(holders[owners[0]].rank) + " and " +
-                             std::to_string(holders[owners[i]].rank) +
-                             " hold different data for replicated element " +
-                             formatList(element) + " of F (P2)";
+                     mismatch = ReplicaMismatch{holders[owners[0]].rank,
+                                                holders[owners[i]].rank,
+                                                std::move(element)};
                      return;
                    }
                  }
                  ++flat;
                });
              });
-  if (!error.empty())
-    return makeError(error);
-  return llvm::Error::success();
+  return mismatch;
+}
+
+llvm::Error ucp::checkReplicas(const ParamMap &map,
+                               const std::map<int64_t, const char *> &shards,
+                               int64_t elementSize) {
+  llvm::Expected<std::optional<ReplicaMismatch>> mismatch =
+      findReplicaMismatch(map, shards, elementSize);
+  if (!mismatch)
+    return mismatch.takeError();
+  if (!*mismatch)
+    return llvm::Error::success();
+  return makeError("parameter '" + map.name + "': ranks " +
+                   std::to_string((*mismatch)->first) + " and " +
+                   std::to_string((*mismatch)->second) +
+                   " hold different data for replicated element " +
+                   formatList((*mismatch)->element) + " of F (P2)");
 }

@@ -12,6 +12,8 @@
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
 
+#include "llvm/ADT/StringSet.h"
+
 #include <cstring>
 
 using namespace ucp;
@@ -161,4 +163,38 @@ void DeepSpeedCheckpoint::releaseShard(size_t index, TensorState state,
 
 Error DeepSpeedCheckpoint::checkComplete() const {
   return incomplete.empty() ? Error::success() : makeError(incomplete);
+}
+
+std::vector<std::string> DeepSpeedCheckpoint::getFiles() const {
+  std::vector<std::string> paths;
+  llvm::StringSet<> seen;
+  auto add = [&](llvm::StringRef path) {
+    if (seen.insert(path).second)
+      paths.push_back(path.str());
+  };
+  for (const std::unique_ptr<TorchFile> &file : modelFiles)
+    add(file->getPath());
+  // A Universal folder's optimizer templates are made in memory, named
+  // after its zero/optimizer_state.pt, which is read.
+  for (const RankFile &rank : ranks)
+    add(rank.file->getPath());
+  for (const std::unique_ptr<TorchFile> &file : layerFiles)
+    add(file->getPath());
+  for (const std::vector<std::string> &layer : expertFiles)
+    for (const std::string &file : layer)
+      add(file);
+  for (const std::array<std::unique_ptr<TorchFile>, 3> &states : universalFiles)
+    for (const std::unique_ptr<TorchFile> &file : states)
+      if (file)
+        add(file->getPath());
+  return paths;
+}
+
+std::string DeepSpeedCheckpoint::getShardFile(size_t index, TensorState state,
+                                              int64_t rank) const {
+  if (index >= params.size() || state == TensorState::Weight)
+    return modelFiles.front()->getPath().str();
+  if (universal)
+    return universalFiles[index][static_cast<size_t>(state)]->getPath().str();
+  return ranks[rank].file->getPath().str();
 }

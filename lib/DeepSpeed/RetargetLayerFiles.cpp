@@ -129,6 +129,8 @@ Error Retargeter::writeLayerFilesFromMasters(llvm::StringRef folder) {
       bytes.resize(elements * getElementSize(type));
       narrowFloat32(reinterpret_cast<const float *>(masters.data), elements,
                     type, bytes.data());
+      checkpoint.releaseFragmentPages(params[p], 0, TensorState::Master,
+                                      masters.data, elements * 4);
       if (Error error = (*writer)->writeStorage(
               std::to_string(i), {llvm::StringRef(bytes.data(), bytes.size())}))
         return error;

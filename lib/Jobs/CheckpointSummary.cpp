@@ -25,33 +25,6 @@
 using namespace ucp;
 namespace fs = llvm::sys::fs;
 
-/// The folder `path`'s pointer file (`latest`, else `latest_universal`)
-/// names, when `path` is a parent of tags rather than a checkpoint itself;
-/// sets `pointer` to the pointer file followed.
-static std::string followPointer(llvm::StringRef path, std::string &pointer) {
-  if (!fs::is_directory(path))
-    return path.str();
-  for (const char *name : {"latest", "latest_universal"}) {
-    llvm::SmallString<256> file(path);
-    llvm::sys::path::append(file, name);
-    if (!fs::is_regular_file(file))
-      continue;
-    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
-        llvm::MemoryBuffer::getFile(file);
-    if (!text)
-      continue;
-    llvm::StringRef tag = (*text)->getBuffer().trim();
-    llvm::SmallString<256> folder(path);
-    llvm::sys::path::append(folder, tag);
-    if (!tag.empty() && tag != "." && tag != ".." && !tag.contains('/') &&
-        fs::is_directory(folder)) {
-      pointer = file.str().str();
-      return folder.str().str();
-    }
-  }
-  return path.str();
-}
-
 /// "rows", "columns" or "dimension d" of a tensor of `rank` dimensions.
 static std::string nameDimension(size_t dim, size_t rank) {
   if (dim == 0 && rank <= 2)
@@ -252,7 +225,7 @@ static void summarizeDeepSpeed(const DeepSpeedCheckpoint &checkpoint,
 
 llvm::Expected<CheckpointSummary> ucp::summarizeCheckpoint(llvm::StringRef path) {
   CheckpointSummary summary;
-  summary.path = followPointer(path, summary.pointer);
+  summary.path = followCheckpointPointer(path, summary.pointer);
   CheckpointFormat format = detectCheckpointFormat(summary.path);
   std::unique_ptr<CheckpointSource> source;
   const DeepSpeedCheckpoint *deepSpeed = nullptr;

@@ -5,6 +5,7 @@
 #include "ucp/Formats/Safetensors/SafetensorsCheckpoint.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
 using namespace ucp;
@@ -50,4 +51,29 @@ ucp::openCheckpoint(llvm::StringRef path) {
     break;
   }
   return lift(DeepSpeedCheckpoint::open(path));
+}
+
+std::string ucp::followCheckpointPointer(llvm::StringRef path,
+                                        std::string &pointer) {
+  if (!fs::is_directory(path))
+    return path.str();
+  for (const char *name : {"latest", "latest_universal"}) {
+    llvm::SmallString<256> file(path);
+    llvm::sys::path::append(file, name);
+    if (!fs::is_regular_file(file))
+      continue;
+    llvm::ErrorOr<std::unique_ptr<llvm::MemoryBuffer>> text =
+        llvm::MemoryBuffer::getFile(file);
+    if (!text)
+      continue;
+    llvm::StringRef tag = (*text)->getBuffer().trim();
+    llvm::SmallString<256> folder(path);
+    llvm::sys::path::append(folder, tag);
+    if (!tag.empty() && tag != "." && tag != ".." && !tag.contains('/') &&
+        fs::is_directory(folder)) {
+      pointer = file.str().str();
+      return folder.str().str();
+    }
+  }
+  return path.str();
 }

@@ -60,6 +60,12 @@ static const CommandHelp kCommands[] = {
      "affine-run inspect ckpt\n    (follows ckpt/latest; the format, "
      "DeepSpeed version, step, grid, dtypes, every tensor and how it is "
      "split, the size on disk, and which commands apply)"},
+    {"check",
+     "affine-run check CKPT[/TAG]|UNIV|SAFETENSORS [--json] "
+     "[--nonfinite-weights-fatal] [--threads N] [--quiet]",
+     "affine-run check ckpt\n    (follows ckpt/latest; exit 0 when every "
+     "check holds, 1 with every finding, each naming the file, tensor, "
+     "state, rank and first element)"},
     {"ds-to-universal",
      "affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
      "PARENT/NAME [--inject_missing_state] [--no_strict] [--threads N] "

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "CheckCommand.h"
 #include "CommandHelp.h"
 #include "DeepSpeedCommands.h"
 #include "MpiRun.h"
@@ -526,6 +527,8 @@ int main(int argc, char **argv) {
     return runInit();
   if (inspectCommand)
     return runInspect();
+  if (isCheckCommand())
+    return runCheckCommand();
   if (isDeepSpeedCommand())
     return runDeepSpeedCommand();
   const char *command = extractCommand   ? "extract"

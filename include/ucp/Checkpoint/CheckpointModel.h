@@ -117,6 +117,15 @@ public:
     return {};
   }
 
+  /// The files its bytes were read from, every one (a check of their
+  /// containers reads them all).
+  virtual std::vector<std::string> getFiles() const { return {}; }
+  /// The file holding shard `rank` of `state` of tensor `index`, for
+  /// messages.
+  virtual std::string getShardFile(size_t index, TensorState state,
+                                   int64_t rank) const {
+    return getPath().str();
+  }
   /// Refuses a checkpoint some of whose tensors the reader knows of but
   /// could not bind (a layout it does not read yet), naming them; a job
   /// that writes every tensor calls it.

@@ -16,8 +16,22 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <optional>
 
 namespace ucp {
+
+/// Two holders of a replicated element of F that hold different bytes.
+struct ReplicaMismatch {
+  int64_t first = 0, second = 0;
+  Extents element;
+};
+
+/// The first element replicated in `map` whose holders hold different
+/// bytes (`shards` gives each rank's shard data), if one does.
+llvm::Expected<std::optional<ReplicaMismatch>>
+findReplicaMismatch(const ParamMap &map,
+                    const std::map<int64_t, const char *> &shards,
+                    int64_t elementSize);
 
 /// Checks that every block replicated in `map` holds the same bytes on all
 /// its holders (P2); `shards` gives each rank's shard data.

@@ -242,6 +242,10 @@ public:
     return aliases;
   }
   llvm::Error checkComplete() const override;
+  /// The model-state, optimizer, layer, expert and Universal state files.
+  std::vector<std::string> getFiles() const override;
+  std::string getShardFile(size_t index, TensorState state,
+                           int64_t rank) const override;
 
   /// The categories of universal_checkpoint_info, if the model states
   /// carry it.

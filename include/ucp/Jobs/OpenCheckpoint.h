@@ -30,6 +30,11 @@ enum class CheckpointFormat {
 /// (Safetensors), else DeepSpeed's.
 CheckpointFormat detectCheckpointFormat(llvm::StringRef path);
 
+/// The folder `path`'s pointer file (`latest`, else `latest_universal`)
+/// names, when `path` is a parent of tags rather than a checkpoint itself
+/// (setting `pointer` to the pointer file followed); else `path`.
+std::string followCheckpointPointer(llvm::StringRef path, std::string &pointer);
+
 /// Opens `path` with the reader of its format.
 llvm::Expected<std::unique_ptr<CheckpointSource>>
 openCheckpoint(llvm::StringRef path);

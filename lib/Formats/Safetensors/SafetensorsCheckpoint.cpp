@@ -143,3 +143,10 @@ void SafetensorsCheckpoint::releaseShard(size_t index, TensorState state,
                                          size_t bytes) const {
   where[index].first->releasePages(data, bytes);
 }
+
+std::vector<std::string> SafetensorsCheckpoint::getFiles() const {
+  std::vector<std::string> paths;
+  for (const std::unique_ptr<SafetensorsReader> &file : files)
+    paths.push_back(file->getPath().str());
+  return paths;
+}

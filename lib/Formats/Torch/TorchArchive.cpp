@@ -8,11 +8,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Formats/Torch/TorchArchive.h"
+#include "ucp/Formats/Torch/Crc32.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/FileSystem.h"
 
 using namespace ucp;
 using llvm::Error;
@@ -138,6 +141,7 @@ namespace {
 struct Entry {
   StringRef name;
   uint64_t flags = 0, method = 0, compressed = 0, size = 0, local = 0;
+  uint32_t crc = 0;
 };
 } // namespace
 
@@ -152,7 +156,8 @@ static Expected<Entry> readEntry(StringRef path, Reader &r,
   (void)r.read(2 + 2); // Versions.
   entry.flags = *r.read(2);
   entry.method = *r.read(2);
-  (void)r.read(2 + 2 + 4); // Time, date, CRC.
+  (void)r.read(2 + 2); // Time, date.
+  entry.crc = *r.read(4);
   entry.compressed = *r.read(4);
   entry.size = *r.read(4);
   uint64_t nameLength = *r.read(2), extraLength = *r.read(2),
@@ -248,8 +253,48 @@ Error TorchArchive::readCentralDirectory() {
     if (!records.try_emplace(rest, *data).second)
       return makeError(path, "record '" + entry->name + "' appears twice");
     names.push_back(rest.str());
+    crcs.push_back(entry->crc);
   }
   return Error::success();
+}
+
+Expected<std::vector<TorchArchive::CrcMismatch>>
+TorchArchive::findCrcMismatches() const {
+  // Read with pread into one reused buffer rather than through the
+  // mapping: no page of the file stays in this process's memory, and no
+  // page fault is taken per 4 KiB.
+  Expected<llvm::sys::fs::file_t> file =
+      llvm::sys::fs::openNativeFileForRead(path);
+  if (!file)
+    return makeError(path, llvm::toString(file.takeError()));
+  auto close = llvm::make_scope_exit([&] { llvm::sys::fs::closeFile(*file); });
+  constexpr size_t kBuffer = size_t(16) << 20;
+  std::vector<char> buffer(kBuffer);
+  const char *start = this->buffer->getBufferStart();
+  std::vector<CrcMismatch> mismatches;
+  for (auto [name, recorded] : llvm::zip(names, crcs)) {
+    StringRef record = records.lookup(name);
+    uint64_t offset = record.data() - start;
+    uint32_t crc = 0;
+    for (uint64_t done = 0; done < record.size();) {
+      size_t want = std::min<uint64_t>(kBuffer, record.size() - done);
+      Expected<size_t> got = llvm::sys::fs::readNativeFileSlice(
+          *file, llvm::MutableArrayRef<char>(buffer.data(), want),
+          offset + done);
+      if (!got)
+        return makeError(path, "record '" + name +
+                                   "': " + llvm::toString(got.takeError()));
+      if (*got == 0)
+        return makeError(path, "record '" + name + "' ends past the file");
+      crc = combineCrc32(crc,
+                         computeCrc32InParallel(StringRef(buffer.data(), *got)),
+                         *got);
+      done += *got;
+    }
+    if (crc != recorded)
+      mismatches.push_back({name, recorded, crc});
+  }
+  return mismatches;
 }
 
 Expected<std::unique_ptr<TorchArchive>>

@@ -8,15 +8,14 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Formats/Torch/TorchFileWriter.h"
+#include "ucp/Formats/Torch/Crc32.h"
 #include "ucp/Support/Error.h"
 
-#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/Endian.h"
 #include "llvm/Support/MathExtras.h"
 #include "llvm/Support/Parallel.h"
 #include "llvm/Support/Path.h"
 
-#include <zlib.h>
 
 #include <cstring>
 #include <map>
@@ -137,29 +136,6 @@ TorchFileWriter::writeRecord(Record &record, llvm::ArrayRef<StringRef> pieces,
       record, pieces.size(), [&](size_t i) { return pieces[i]; }, written);
 }
 
-/// ISA-L's CRC-32 (carry-less multiplies, several times zlib's speed) if
-/// its library is installed: loaded at run time, so that nothing built
-/// needs it.
-using CrcFunction = uint32_t (*)(uint32_t, const unsigned char *, uint64_t);
-static CrcFunction getFastCrc32() {
-  static const CrcFunction fast = [] {
-    llvm::sys::DynamicLibrary library =
-        llvm::sys::DynamicLibrary::getPermanentLibrary("libisal.so.2");
-    return library.isValid() ? reinterpret_cast<CrcFunction>(
-                                   library.getAddressOfSymbol("crc32_gzip_refl"))
-                             : nullptr;
-  }();
-  return fast;
-}
-
-/// The CRC-32 of `bytes` as zip records it (zlib's).
-static uLong computeCrc32(StringRef bytes) {
-  const auto *data = reinterpret_cast<const unsigned char *>(bytes.data());
-  if (CrcFunction fast = getFastCrc32())
-    return fast(0, data, bytes.size());
-  return crc32_z(0, data, bytes.size());
-}
-
 llvm::Error
 TorchFileWriter::writeRecord(Record &record, size_t count,
                              llvm::function_ref<StringRef(size_t)> piece,
@@ -180,13 +156,13 @@ TorchFileWriter::writeRecord(Record &record, size_t count,
   // the cache rather than from memory again.
   constexpr size_t kChunk = size_t(1) << 20, kBatch = 4;
   std::vector<StringRef> batch;
-  std::vector<uLong> crcs;
+  std::vector<uint32_t> crcs;
   auto flush = [&]() -> llvm::Error {
     crcs.assign(batch.size(), 0);
     llvm::parallelFor(0, batch.size(),
                       [&](size_t c) { crcs[c] = computeCrc32(batch[c]); });
     for (auto [chunk, chunkCrc] : llvm::zip(batch, crcs)) {
-      crc = crc32_combine(crc, chunkCrc, chunk.size());
+      crc = combineCrc32(crc, chunkCrc, chunk.size());
       if (llvm::Error error = output->writeAt(offset, chunk))
         return error;
       if (written)

@@ -1,9 +1,13 @@
-"""Adds 1 to the first element of parameter group GROUP's flat fp32
+"""Changes the first element of parameter group GROUP's flat fp32
 partition (STATE: fp32, exp_avg or exp_avg_sq) in a ZeRO-1/2 optimizer file,
-in place, as a copy of another run or step would differ.
+in place: adds 1 to it, as a copy of another run or step would differ, or
+sets it to VALUE (nan, -1, ...), the zip's CRC-32s rewritten to match; or,
+with VALUE `flip`, flips its lowest bit in the file as a disk would, the
+CRC-32 left as it was.
 
-Usage: nudge_partition.py FILE GROUP STATE
+Usage: nudge_partition.py FILE GROUP STATE [VALUE|flip]
 """
+import struct
 import os
 import sys
 import zipfile
@@ -14,7 +18,20 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from compare_with_torch import load  # noqa: E402
 
 
-def main(path, group, state):
+def flip_in_place(path, record):
+    """Flips the lowest bit of the first byte of `record` in the file."""
+    with zipfile.ZipFile(path) as archive:
+        info = archive.getinfo(record)
+    with open(path, "r+b") as f:
+        f.seek(info.header_offset + 26)
+        name, extra = struct.unpack("<HH", f.read(4))
+        f.seek(info.header_offset + 30 + name + extra)
+        byte = f.read(1)[0]
+        f.seek(-1, 1)
+        f.write(bytes([byte ^ 1]))
+
+
+def main(path, group, state, value=None):
     states = load(path)["optimizer_state_dict"]
     if state == "fp32":
         partition = states["single_partition_of_fp32_groups"][int(group)]
@@ -22,7 +39,10 @@ def main(path, group, state):
         partition = states["base_optimizer_state"]["state"][int(group)][state]
     data = partition.contiguous().view(torch.uint8).numpy().tobytes()
     nudged = partition.clone()
-    nudged[0] += 1
+    if value is None:
+        nudged[0] += 1
+    elif value != "flip":
+        nudged[0] = float(value)
     first = nudged[:1].view(torch.uint8).numpy().tobytes()
     with zipfile.ZipFile(path) as archive:
         records = [(info.filename, archive.read(info))
@@ -32,6 +52,9 @@ def main(path, group, state):
     if len(found) != 1:
         raise SystemExit(f"{path}: {len(found)} storages hold the partition")
     name, body = records[found[0]]
+    if value == "flip":
+        flip_in_place(path, name)
+        return 0
     records[found[0]] = (name, first + body[len(first):])
     # make_pt stands in for torch's modules, so it comes after torch.load.
     import make_pt

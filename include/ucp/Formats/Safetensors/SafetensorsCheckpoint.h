@@ -39,6 +39,11 @@ public:
                        int64_t rank) const override;
   void releaseShard(size_t index, TensorState state, int64_t rank,
                     const char *data, size_t bytes) const override;
+  std::vector<std::string> getFiles() const override;
+  std::string getShardFile(size_t index, TensorState state,
+                           int64_t rank) const override {
+    return where[index].first->getPath().str();
+  }
 
 private:
   SafetensorsCheckpoint() = default;

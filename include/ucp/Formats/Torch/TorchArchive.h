@@ -12,8 +12,9 @@
 // before anything is read: every record STORED and unencrypted, inside the
 // file and after its local header, named under one root without `..`,
 // absolute or empty components, and named once. Records are then views into
-// the mapping: nothing is copied. CRCs are not checked (it would read every
-// byte a second time; the bounds are).
+// the mapping: nothing is copied. CRCs are not checked on open (it would
+// read every byte a second time; the bounds are), but on request
+// (findCrcMismatches, what `affine-run check` runs).
 //
 // Why not a library: libzip reads records by copying them out and exposes
 // no record's offset in the file, which a zero-copy reader needs; libtorch's
@@ -55,6 +56,17 @@ public:
   /// The file's bytes.
   const llvm::MemoryBuffer &getBuffer() const { return *buffer; }
 
+  /// A record whose bytes do not have the CRC-32 the central directory
+  /// records for it.
+  struct CrcMismatch {
+    std::string name;
+    uint32_t recorded = 0, computed = 0;
+  };
+  /// Recomputes every record's CRC-32 (in parallel, read from the file
+  /// rather than the mapping) against the directory's, in directory order;
+  /// an error where the file cannot be read.
+  llvm::Expected<std::vector<CrcMismatch>> findCrcMismatches() const;
+
 private:
   TorchArchive() = default;
   llvm::Error readCentralDirectory();
@@ -63,6 +75,8 @@ private:
   std::unique_ptr<llvm::MemoryBuffer> buffer;
   std::string root;
   std::vector<std::string> names;
+  /// The CRC-32 the directory records for each of `names`.
+  std::vector<uint32_t> crcs;
   llvm::StringMap<llvm::StringRef> records;
 };
 

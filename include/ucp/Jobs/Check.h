@@ -1,0 +1,85 @@
+//===- Check.h - A checkpoint proven sound before training ------*- C++ -*-===//
+//
+// `affine-run check`: what can be proven of any checkpoint the product
+// reads, each at the cost of one read of the bytes involved. The reader
+// checks what its format promises as it opens (one run, one step, one grid,
+// every file where its name says, module weights equal to their masters
+// rounded, a tied parameter's copies equal); then every tensor's map is
+// verified (P1 coverage, P5 homogeneity, shard tiling), every block that
+// several ranks hold is compared across them (P2), every state's values
+// are scanned (masters and moments finite, exp_avg_sq never negative;
+// weights finite, reported but not fatal unless asked), and every record
+// of every torch.save file is checked against the CRC-32 its zip
+// directory records. Each finding names the file, the tensor and state,
+// the rank, the first offending element of F and how many are affected.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef UCP_JOBS_CHECK_H
+#define UCP_JOBS_CHECK_H
+
+#include "ucp/Map/ParamMap.h"
+#include "ucp/Support/Progress.h"
+
+#include "llvm/Support/JSON.h"
+
+#include <string>
+#include <vector>
+
+namespace ucp {
+
+/// One thing a check found wrong.
+struct CheckFinding {
+  /// What was checked: "reader" (the format's own checks on open), "map"
+  /// (P1, P5, tiling), "replicas" (P2), "values", "container" (CRC-32).
+  std::string kind;
+  /// The whole finding, one line, for a reader.
+  std::string message;
+  /// Its parts, where they apply: the file, the tensor and state, the
+  /// rank (-1: none), the first offending element of F and how many
+  /// elements are affected.
+  std::string file, tensor, state;
+  int64_t rank = -1;
+  Extents element;
+  int64_t count = 0;
+  /// Whether it makes the checkpoint unsound (non-finite weights do not,
+  /// unless asked).
+  bool fatal = true;
+};
+
+struct CheckOptions {
+  /// Whether NaN or Inf in a weight (not a master or moment) is fatal.
+  bool nonFiniteWeightsFatal = false;
+  /// Called with (files and tensors done, in all, bytes read).
+  ProgressFunction progress;
+};
+
+/// What a check read and found.
+struct CheckReport {
+  /// The folder or file read, and the pointer file followed to it.
+  std::string path, pointer;
+  /// The tensors, their state arrays (tensor x state), the ranks of the
+  /// largest map, the files and their records.
+  size_t tensors = 0, stateArrays = 0, files = 0, records = 0;
+  int64_t ranks = 0;
+  /// The bytes scanned: every shard of every state, and every record.
+  int64_t bytesRead = 0;
+  std::vector<CheckFinding> findings;
+  /// What was proven, one line.
+  std::string summary;
+
+  /// Whether no finding is fatal.
+  bool isSound() const;
+};
+
+/// Checks the checkpoint at `path` (anything openCheckpoint reads, or a
+/// parent folder with `latest`). A checkpoint that cannot be read at all
+/// is a finding of kind "reader", not an error.
+CheckReport checkCheckpoint(llvm::StringRef path, const CheckOptions &options);
+
+/// `report` as JSON.
+llvm::json::Value toJson(const CheckReport &report);
+
+} // namespace ucp
+
+#endif // UCP_JOBS_CHECK_H

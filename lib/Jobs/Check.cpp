@@ -1,0 +1,416 @@
+//===- Check.cpp - A checkpoint proven sound before training --------------===//
+//
+// Reads everything once, in this order: the reader's own checks (opening),
+// each tensor's map, then tensor by tensor each state's shards (their
+// replicated blocks compared, their values scanned, their pages released),
+// then each torch.save file's records against their CRC-32s.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ucp/Jobs/Check.h"
+#include "ucp/Analysis/MapVerifier.h"
+#include "ucp/Checkpoint/Invariants.h"
+#include "ucp/Formats/Torch/TorchArchive.h"
+#include "ucp/Jobs/OpenCheckpoint.h"
+#include "ucp/Map/Indexing.h"
+
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Parallel.h"
+
+#include <cmath>
+#include <cstring>
+#include <mutex>
+
+using namespace ucp;
+
+bool CheckReport::isSound() const {
+  return llvm::none_of(findings, [](const CheckFinding &f) { return f.fatal; });
+}
+
+namespace {
+
+/// What a scan of one shard's values found: elements that are NaN or
+/// infinite, and that are negative (a second moment must not be).
+struct ValueCounts {
+  int64_t nonFinite = 0, negative = 0;
+  int64_t firstNonFinite = -1, firstNegative = -1;
+};
+
+/// The bit layout of a floating-point type: its width, its exponent and
+/// sign masks.
+struct FloatBits {
+  int bytes = 0;
+  uint64_t exponent = 0, sign = 0;
+};
+
+std::optional<FloatBits> getFloatBits(DType type) {
+  switch (type) {
+  case DType::F32:
+    return FloatBits{4, 0x7f800000, 0x80000000};
+  case DType::BF16:
+    return FloatBits{2, 0x7f80, 0x8000};
+  case DType::F16:
+    return FloatBits{2, 0x7c00, 0x8000};
+  case DType::F64:
+    return FloatBits{8, 0x7ff0000000000000, 0x8000000000000000};
+  default:
+    return std::nullopt;
+  }
+}
+
+/// Scans `count` words: blocks counted without branches (the compiler
+/// vectorizes them), and a block with a finding scanned again for its
+/// first.
+template <typename Word>
+ValueCounts scanWords(const char *data, int64_t count, FloatBits bits) {
+  ValueCounts counts;
+  const Word exponent = Word(bits.exponent), sign = Word(bits.sign);
+  auto isNonFinite = [&](Word word) { return (word & exponent) == exponent; };
+  // -0 is not negative; a NaN with its sign set is counted as a NaN.
+  auto isNegative = [&](Word word) {
+    return (word & sign) && (word & ~sign) && !isNonFinite(word);
+  };
+  constexpr int64_t kBlock = 4096;
+  Word block[kBlock];
+  for (int64_t start = 0; start < count; start += kBlock) {
+    int64_t n = std::min(kBlock, count - start);
+    std::memcpy(block, data + start * sizeof(Word), n * sizeof(Word));
+    int64_t nonFinite = 0, negative = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      nonFinite += isNonFinite(block[i]);
+      negative += isNegative(block[i]);
+    }
+    for (int64_t i = 0; i < n && ((nonFinite && counts.firstNonFinite < 0) ||
+                                  (negative && counts.firstNegative < 0));
+         ++i) {
+      if (nonFinite && counts.firstNonFinite < 0 && isNonFinite(block[i]))
+        counts.firstNonFinite = start + i;
+      if (negative && counts.firstNegative < 0 && isNegative(block[i]))
+        counts.firstNegative = start + i;
+    }
+    counts.nonFinite += nonFinite;
+    counts.negative += negative;
+  }
+  return counts;
+}
+
+ValueCounts scanValues(const char *data, int64_t count, FloatBits bits) {
+  switch (bits.bytes) {
+  case 2:
+    return scanWords<uint16_t>(data, count, bits);
+  case 4:
+    return scanWords<uint32_t>(data, count, bits);
+  default:
+    return scanWords<uint64_t>(data, count, bits);
+  }
+}
+
+} // namespace
+
+/// The element of F that shard `rank`'s element `offset` holds, if a
+/// piece of `map` places one there.
+static std::optional<Extents> locateElement(const ParamMap &map, int64_t rank,
+                                            int64_t offset) {
+  for (const Shard &shard : map.shards) {
+    if (shard.rank != rank)
+      continue;
+    for (const Piece &piece : shard.pieces) {
+      // The piece's index, its dimensions taken by decreasing shard stride.
+      std::vector<size_t> dims;
+      for (size_t d = 0; d < piece.shape.size(); ++d)
+        if (piece.shape[d] > 1 && piece.dest.strides[d] > 0)
+          dims.push_back(d);
+      llvm::sort(dims, [&](size_t a, size_t b) {
+        return piece.dest.strides[a] > piece.dest.strides[b];
+      });
+      int64_t rest = offset - piece.dest.offset;
+      if (rest < 0)
+        continue;
+      Extents index(piece.shape.size(), 0);
+      for (size_t d : dims) {
+        index[d] = std::min(rest / piece.dest.strides[d], piece.shape[d] - 1);
+        rest -= index[d] * piece.dest.strides[d];
+      }
+      if (rest != 0)
+        continue;
+      int64_t inF = piece.source.offset;
+      for (size_t d = 0; d < index.size(); ++d)
+        inF += index[d] * piece.source.strides[d];
+      return unravelIndex(inF, map.logicalShape);
+    }
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+/// Checks one checkpoint's tensors and files into a report.
+class Checker {
+public:
+  Checker(const CheckpointSource &source, const CheckOptions &options,
+          CheckReport &report)
+      : source(source), options(options), report(report) {}
+
+  void checkTensors();
+  void checkContainers();
+  std::string describeProven() const;
+
+private:
+  void checkState(size_t index, TensorState state, DType type);
+  void addValueFinding(size_t index, TensorState state, DType type,
+                       int64_t rank, int64_t first, int64_t count,
+                       const char *what, const char *data);
+
+  const CheckpointSource &source;
+  const CheckOptions &options;
+  CheckReport &report;
+  std::mutex findingsMutex;
+  size_t done = 0, total = 0;
+  bool replicated = false;
+};
+
+} // namespace
+
+/// `value` as printf's %g writes it.
+static std::string formatValue(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  return text;
+}
+
+void Checker::addValueFinding(size_t index, TensorState state, DType type,
+                              int64_t rank, int64_t first, int64_t count,
+                              const char *what, const char *data) {
+  const CheckpointTensor &tensor = source.getTensors()[index];
+  CheckFinding finding;
+  finding.kind = "values";
+  finding.file = source.getShardFile(index, state, rank);
+  finding.tensor = tensor.name;
+  finding.state = getStateName(state).str();
+  finding.rank = rank;
+  finding.count = count;
+  std::optional<Extents> element = locateElement(tensor.map, rank, first);
+  finding.element = element.value_or(Extents{first});
+  const Shard *shard = nullptr;
+  for (const Shard &s : tensor.map.shards)
+    if (s.rank == rank)
+      shard = &s;
+  bool fatal = state != TensorState::Weight || options.nonFiniteWeightsFatal ||
+               llvm::StringRef(what) == "negative";
+  finding.fatal = fatal;
+  double value =
+      readElement(type, data + first * getElementSize(type));
+  finding.message = llvm::formatv(
+      "{0}: tensor '{1}', {2}, rank {3}: {4} of the shard's {5} elements {6}, "
+      "the first element {7} of F ({8}){9}",
+      finding.file, tensor.name, finding.state, rank, count,
+      shard ? *getNumElements(shard->shape) : 0,
+      llvm::StringRef(what) == "negative" ? "negative" : "NaN or infinite",
+      element ? formatList(*element)
+              : "at offset " + std::to_string(first) + " of the shard",
+      formatValue(value),
+      fatal ? "" : " (weights: reported, not fatal)");
+  std::lock_guard<std::mutex> lock(findingsMutex);
+  report.findings.push_back(std::move(finding));
+}
+
+void Checker::checkState(size_t index, TensorState state, DType type) {
+  const CheckpointTensor &tensor = source.getTensors()[index];
+  const ParamMap &map = tensor.map;
+  int64_t size = getElementSize(type);
+  std::map<int64_t, const char *> shards;
+  for (const Shard &shard : map.shards)
+    if (const char *data = source.getShard(index, state, shard.rank))
+      shards[shard.rank] = data;
+  // P2: every block several ranks hold, the same bytes on each.
+  bool replicas = llvm::any_of(map.shards, [](const Shard &shard) {
+    return llvm::any_of(shard.pieces,
+                        [](const Piece &p) { return p.locations.size() > 1; });
+  });
+  replicated |= replicas;
+  if (replicas && shards.size() == map.shards.size()) {
+    llvm::Expected<std::optional<ReplicaMismatch>> mismatch =
+        findReplicaMismatch(map, shards, size);
+    CheckFinding finding;
+    finding.kind = "replicas";
+    finding.tensor = tensor.name;
+    finding.state = getStateName(state).str();
+    if (!mismatch) {
+      finding.message = llvm::toString(mismatch.takeError());
+    } else if (*mismatch) {
+      const ReplicaMismatch &bad = **mismatch;
+      finding.rank = bad.second;
+      finding.element = bad.element;
+      finding.file = source.getShardFile(index, state, bad.second);
+      finding.message = llvm::formatv(
+          "tensor '{0}', {1}: ranks {2} ({3}) and {4} ({5}) hold different "
+          "values for replicated element {6} of F (P2), which every holder "
+          "keeps equal",
+          tensor.name, finding.state, bad.first,
+          source.getShardFile(index, state, bad.first), bad.second,
+          finding.file, formatList(bad.element));
+    }
+    if (!finding.message.empty()) {
+      std::lock_guard<std::mutex> lock(findingsMutex);
+      report.findings.push_back(std::move(finding));
+    }
+  }
+  std::optional<FloatBits> bits = getFloatBits(type);
+  llvm::parallelFor(0, map.shards.size(), [&](size_t s) {
+    const Shard &shard = map.shards[s];
+    auto found = shards.find(shard.rank);
+    if (found == shards.end())
+      return;
+    int64_t elements = *getNumElements(shard.shape);
+    if (bits) {
+      ValueCounts counts = scanValues(found->second, elements, *bits);
+      if (counts.nonFinite)
+        addValueFinding(index, state, type, shard.rank, counts.firstNonFinite,
+                        counts.nonFinite, "not finite", found->second);
+      if (counts.negative && state == TensorState::ExpAvgSq)
+        addValueFinding(index, state, type, shard.rank, counts.firstNegative,
+                        counts.negative, "negative", found->second);
+    }
+    source.releaseShard(index, state, shard.rank, found->second,
+                        elements * size);
+  });
+  std::lock_guard<std::mutex> lock(findingsMutex);
+  for (const Shard &shard : map.shards)
+    report.bytesRead += *getNumElements(shard.shape) * size;
+  ++report.stateArrays;
+}
+
+void Checker::checkTensors() {
+  llvm::ArrayRef<CheckpointTensor> tensors = source.getTensors();
+  total = tensors.size() + source.getFiles().size();
+  report.tensors = tensors.size();
+  for (auto [index, tensor] : llvm::enumerate(tensors)) {
+    report.ranks = std::max(report.ranks, tensor.map.worldSize);
+    if (llvm::Error error = checkParamMap(tensor.map)) {
+      // Shards of a map that does not hold are not read.
+      report.findings.push_back({"map", llvm::toString(std::move(error)), "",
+                                 tensor.name, "", -1, {}, 0, true});
+      continue;
+    }
+    for (auto [state, type] : tensor.states)
+      checkState(index, state, type);
+    llvm::consumeError(
+        reportProgress(options.progress, ++done, total, report.bytesRead));
+  }
+}
+
+void Checker::checkContainers() {
+  std::vector<std::string> files = source.getFiles();
+  report.files = files.size();
+  for (const std::string &file : files) {
+    if (llvm::StringRef(file).ends_with(".pt")) {
+      llvm::Expected<std::unique_ptr<TorchArchive>> archive =
+          TorchArchive::open(file);
+      if (!archive) {
+        report.findings.push_back({"container",
+                                   llvm::toString(archive.takeError()), file,
+                                   "", "", -1, {}, 0, true});
+      } else {
+        report.records += (*archive)->getRecordNames().size();
+        report.bytesRead += (*archive)->getBuffer().getBufferSize();
+        llvm::Expected<std::vector<TorchArchive::CrcMismatch>> mismatches =
+            (*archive)->findCrcMismatches();
+        if (!mismatches)
+          report.findings.push_back({"container",
+                                     llvm::toString(mismatches.takeError()),
+                                     file, "", "", -1, {}, 0, true});
+        for (const TorchArchive::CrcMismatch &bad :
+             mismatches ? *mismatches
+                        : std::vector<TorchArchive::CrcMismatch>())
+          report.findings.push_back(
+              {"container",
+               llvm::formatv("{0}: record '{1}' has CRC-32 {2:x8}, but the "
+                             "zip directory records {3:x8} (its bytes "
+                             "changed after it was written)",
+                             file, bad.name, bad.computed, bad.recorded),
+               file, "", "", -1, {}, 0, true});
+      }
+    }
+    llvm::consumeError(
+        reportProgress(options.progress, ++done, total, report.bytesRead));
+  }
+}
+
+std::string Checker::describeProven() const {
+  auto count = [](int64_t n, llvm::StringRef noun) {
+    return std::to_string(n) + " " + noun.str() + (n == 1 ? "" : "s");
+  };
+  std::string proven = count(report.tensors, "tensor") + " (" +
+                       count(report.stateArrays, "state array") + ") over " +
+                       count(report.ranks, "rank") + ", " +
+                       count(report.files, "file") + " (" +
+                       count(report.records, "record") + "): ";
+  std::vector<std::string> what = {"read as the format promises",
+                                   "maps verified (P1, P5, tiling)"};
+  if (replicated)
+    what.push_back("replicas equal (P2)");
+  what.push_back("masters and moments finite, exp_avg_sq >= 0");
+  if (report.records)
+    what.push_back("every record's CRC-32 as recorded");
+  return proven + llvm::join(what, ", ");
+}
+
+CheckReport ucp::checkCheckpoint(llvm::StringRef path,
+                                 const CheckOptions &options) {
+  CheckReport report;
+  report.path = followCheckpointPointer(path, report.pointer);
+  llvm::Expected<std::unique_ptr<CheckpointSource>> source =
+      openCheckpoint(report.path);
+  if (!source) {
+    report.findings.push_back({"reader", llvm::toString(source.takeError()),
+                               report.path, "", "", -1, {}, 0, true});
+    report.summary = "nothing proven: the checkpoint could not be read";
+    return report;
+  }
+  Checker checker(**source, options, report);
+  checker.checkTensors();
+  checker.checkContainers();
+  int64_t fatal = llvm::count_if(report.findings,
+                                 [](const CheckFinding &f) { return f.fatal; });
+  report.summary = fatal == 0 ? checker.describeProven()
+                              : std::to_string(fatal) +
+                                    (fatal == 1 ? " finding" : " findings");
+  return report;
+}
+
+llvm::json::Value ucp::toJson(const CheckReport &report) {
+  llvm::json::Array findings;
+  for (const CheckFinding &f : report.findings) {
+    llvm::json::Object finding{{"kind", f.kind},
+                               {"message", f.message},
+                               {"fatal", f.fatal}};
+    if (!f.file.empty())
+      finding["file"] = f.file;
+    if (!f.tensor.empty())
+      finding["tensor"] = f.tensor;
+    if (!f.state.empty())
+      finding["state"] = f.state;
+    if (f.rank >= 0)
+      finding["rank"] = f.rank;
+    if (!f.element.empty())
+      finding["element"] = llvm::json::Array(f.element);
+    if (f.count)
+      finding["count"] = f.count;
+    findings.push_back(std::move(finding));
+  }
+  llvm::json::Object object{{"path", report.path},
+                            {"sound", report.isSound()},
+                            {"summary", report.summary},
+                            {"tensors", int64_t(report.tensors)},
+                            {"state_arrays", int64_t(report.stateArrays)},
+                            {"ranks", report.ranks},
+                            {"files", int64_t(report.files)},
+                            {"records", int64_t(report.records)},
+                            {"bytes_read", report.bytesRead},
+                            {"findings", std::move(findings)}};
+  if (!report.pointer.empty())
+    object["pointer"] = report.pointer;
+  return object;
+}
