@@ -198,3 +198,34 @@ std::string DeepSpeedCheckpoint::getShardFile(size_t index, TensorState state,
     return universalFiles[index][static_cast<size_t>(state)]->getPath().str();
   return ranks[rank].file->getPath().str();
 }
+
+std::vector<CheckpointSource::Padding> DeepSpeedCheckpoint::getPaddings() const {
+  std::vector<Padding> paddings;
+  if (universal || stage == 3)
+    return paddings;
+  for (auto [r, rank] : llvm::enumerate(ranks)) {
+    for (size_t g = 0; g < rank.partitions.size(); ++g) {
+      int64_t used = 0;
+      for (const DeepSpeedParam &param : params)
+        if (param.group == g && r < param.slices.size() &&
+            param.slices[r].count)
+          used = std::max(used, param.slices[r].offset + param.slices[r].count);
+      for (TensorState state : kOptimizerStates) {
+        if (!hasState(g, state))
+          continue;
+        TensorData partition = rank.file->getTensor(
+            rank.partitions[g][static_cast<size_t>(state)]);
+        int64_t length = getNumElements(partition.shape).value_or(0);
+        if (length > used)
+          paddings.push_back(
+              {rank.file->getPath().str(),
+               "parameter group " + std::to_string(g) + "'s " +
+                   getStateName(state).str() + " partition",
+               used, partition.dtype,
+               partition.data + used * getElementSize(partition.dtype),
+               length - used});
+      }
+    }
+  }
+  return paddings;
+}

@@ -154,6 +154,7 @@ public:
       : source(source), options(options), report(report) {}
 
   void checkTensors();
+  void checkPaddings();
   void checkContainers();
   std::string describeProven() const;
 
@@ -301,6 +302,31 @@ void Checker::checkTensors() {
   }
 }
 
+void Checker::checkPaddings() {
+  for (const CheckpointSource::Padding &padding : source.getPaddings()) {
+    int64_t size = getElementSize(padding.type), nonzero = 0, first = -1;
+    for (int64_t i = 0; i < padding.elements; ++i) {
+      const char *element = padding.data + i * size;
+      bool zero = std::all_of(element, element + size,
+                              [](char byte) { return byte == 0; });
+      if (!zero && nonzero++ == 0)
+        first = i;
+    }
+    report.bytesRead += padding.elements * size;
+    ++report.paddings;
+    if (nonzero)
+      report.findings.push_back(
+          {"padding",
+           llvm::formatv("{0}: {1}: {2} of its {3} padding elements (from "
+                         "element {4}) are not zero, the first element {5}: "
+                         "ZeRO pads its flat partitions with zeros",
+                         padding.file, padding.what, nonzero, padding.elements,
+                         padding.firstElement, padding.firstElement + first),
+           padding.file, "", "", -1, {padding.firstElement + first}, nonzero,
+           true});
+  }
+}
+
 void Checker::checkContainers() {
   std::vector<std::string> files = source.getFiles();
   report.files = files.size();
@@ -352,6 +378,8 @@ std::string Checker::describeProven() const {
   if (replicated)
     what.push_back("replicas equal (P2)");
   what.push_back("masters and moments finite, exp_avg_sq >= 0");
+  if (report.paddings)
+    what.push_back("padding zero");
   if (report.records)
     what.push_back("every record's CRC-32 as recorded");
   return proven + llvm::join(what, ", ");
@@ -371,6 +399,7 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
   }
   Checker checker(**source, options, report);
   checker.checkTensors();
+  checker.checkPaddings();
   checker.checkContainers();
   int64_t fatal = llvm::count_if(report.findings,
                                  [](const CheckFinding &f) { return f.fatal; });
@@ -408,6 +437,7 @@ llvm::json::Value ucp::toJson(const CheckReport &report) {
                             {"ranks", report.ranks},
                             {"files", int64_t(report.files)},
                             {"records", int64_t(report.records)},
+                            {"paddings", int64_t(report.paddings)},
                             {"bytes_read", report.bytesRead},
                             {"findings", std::move(findings)}};
   if (!report.pointer.empty())

@@ -120,6 +120,17 @@ public:
   /// The files its bytes were read from, every one (a check of their
   /// containers reads them all).
   virtual std::vector<std::string> getFiles() const { return {}; }
+  /// Bytes the format keeps beside the tensors' (ZeRO's padding of a flat
+  /// partition) that must be zero: where they are, for messages, and them.
+  struct Padding {
+    std::string file, what;
+    /// The element of `what` the padding starts at, and its elements.
+    int64_t firstElement = 0;
+    DType type = DType::F32;
+    const char *data = nullptr;
+    int64_t elements = 0;
+  };
+  virtual std::vector<Padding> getPaddings() const { return {}; }
   /// The file holding shard `rank` of `state` of tensor `index`, for
   /// messages.
   virtual std::string getShardFile(size_t index, TensorState state,

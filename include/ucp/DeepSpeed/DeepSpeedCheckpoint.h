@@ -244,6 +244,10 @@ public:
   llvm::Error checkComplete() const override;
   /// The model-state, optimizer, layer, expert and Universal state files.
   std::vector<std::string> getFiles() const override;
+  /// ZeRO-1/2's: the tail of each rank's flat partition past its last
+  /// fragment, which DeepSpeed fills with zeros (ZeRO-3 leaves its padding
+  /// uninitialised: none).
+  std::vector<Padding> getPaddings() const override;
   std::string getShardFile(size_t index, TensorState state,
                            int64_t rank) const override;
 

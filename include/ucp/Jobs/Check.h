@@ -8,9 +8,10 @@
 // verified (P1 coverage, P5 homogeneity, shard tiling), every block that
 // several ranks hold is compared across them (P2), every state's values
 // are scanned (masters and moments finite, exp_avg_sq never negative;
-// weights finite, reported but not fatal unless asked), and every record
-// of every torch.save file is checked against the CRC-32 its zip
-// directory records. Each finding names the file, the tensor and state,
+// weights finite, reported but not fatal unless asked), the padding the
+// format keeps zero is (ZeRO-1/2's partitions), and every record of every
+// torch.save file is checked against the CRC-32 its zip directory
+// records. Each finding names the file, the tensor and state,
 // the rank, the first offending element of F and how many are affected.
 //
 //===----------------------------------------------------------------------===//
@@ -31,7 +32,8 @@ namespace ucp {
 /// One thing a check found wrong.
 struct CheckFinding {
   /// What was checked: "reader" (the format's own checks on open), "map"
-  /// (P1, P5, tiling), "replicas" (P2), "values", "container" (CRC-32).
+  /// (P1, P5, tiling), "replicas" (P2), "values", "padding" (the format's
+  /// zeros), "container" (CRC-32).
   std::string kind;
   /// The whole finding, one line, for a reader.
   std::string message;
@@ -60,7 +62,7 @@ struct CheckReport {
   std::string path, pointer;
   /// The tensors, their state arrays (tensor x state), the ranks of the
   /// largest map, the files and their records.
-  size_t tensors = 0, stateArrays = 0, files = 0, records = 0;
+  size_t tensors = 0, stateArrays = 0, files = 0, records = 0, paddings = 0;
   int64_t ranks = 0;
   /// The bytes scanned: every shard of every state, and every record.
   int64_t bytesRead = 0;

@@ -1,11 +1,12 @@
 """Changes the first element of parameter group GROUP's flat fp32
 partition (STATE: fp32, exp_avg or exp_avg_sq) in a ZeRO-1/2 optimizer file,
 in place: adds 1 to it, as a copy of another run or step would differ, or
-sets it to VALUE (nan, -1, ...), the zip's CRC-32s rewritten to match; or,
-with VALUE `flip`, flips its lowest bit in the file as a disk would, the
-CRC-32 left as it was.
+sets it to VALUE (nan, -1, ...; VALUE@last sets the last element, a
+ZeRO-1/2 partition's padding where it has some), the zip's CRC-32s
+rewritten to match; or, with VALUE `flip`, flips its lowest bit in the
+file as a disk would, the CRC-32 left as it was.
 
-Usage: nudge_partition.py FILE GROUP STATE [VALUE|flip]
+Usage: nudge_partition.py FILE GROUP STATE [VALUE[@last]|flip]
 """
 import struct
 import os
@@ -39,11 +40,15 @@ def main(path, group, state, value=None):
         partition = states["base_optimizer_state"]["state"][int(group)][state]
     data = partition.contiguous().view(torch.uint8).numpy().tobytes()
     nudged = partition.clone()
+    at = 0
+    if value is not None and value.endswith("@last"):
+        value, at = value[:-len("@last")], partition.numel() - 1
     if value is None:
-        nudged[0] += 1
+        nudged[at] += 1
     elif value != "flip":
-        nudged[0] = float(value)
-    first = nudged[:1].view(torch.uint8).numpy().tobytes()
+        nudged[at] = float(value)
+    element = nudged[at:at + 1].view(torch.uint8).numpy().tobytes()
+    start = at * nudged.element_size()
     with zipfile.ZipFile(path) as archive:
         records = [(info.filename, archive.read(info))
                    for info in archive.infolist()]
@@ -55,7 +60,8 @@ def main(path, group, state, value=None):
     if value == "flip":
         flip_in_place(path, name)
         return 0
-    records[found[0]] = (name, first + body[len(first):])
+    records[found[0]] = (name, body[:start] + element +
+                         body[start + len(element):])
     # make_pt stands in for torch's modules, so it comes after torch.load.
     import make_pt
     with open(path, "wb") as f:
