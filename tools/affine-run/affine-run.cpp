@@ -17,12 +17,15 @@
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
+#include "ucp/Formats/Svg/MapPicture.h"
 #include "ucp/Formats/Torch/TorchFile.h"
 #include "ucp/Jobs/CheckpointSummary.h"
+#include "ucp/Jobs/OpenCheckpoint.h"
 #include "ucp/Jobs/Transfer.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Plan/CopyProgram.h"
 #include "ucp/Support/Error.h"
+#include "ucp/Support/OutputFile.h"
 #include "ucp/Support/Signals.h"
 #include "ucp/Support/CommandLine.h"
 
@@ -153,6 +156,11 @@ static cl::opt<bool> inspectJson(
     "json",
     cl::desc("a checkpoint: print the summary as JSON, for scripts"),
     cl::sub(inspectCommand), cl::cat(category));
+static cl::opt<std::string> inspectRender(
+    "render",
+    cl::desc("a checkpoint: also draw every tensor's map as SVG, one panel "
+             "each (F and every rank's shard, coloured by rank), into FILE"),
+    cl::value_desc("FILE.svg"), cl::sub(inspectCommand), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("print no progress or summary"),
                            cl::sub(extractCommand), cl::sub(rebuildCommand),
                            cl::sub(reshardCommand), cl::cat(category));
@@ -318,7 +326,22 @@ static void printElements(const TensorData &tensor, unsigned count,
   os << (shown < total ? ", ...]" : "]");
 }
 
-/// Prints the values and tensors of a .pt file, then a summary.
+/// Draws the maps of every tensor of the checkpoint at `path` into
+/// --render's file.
+static llvm::Error renderCheckpointMaps(llvm::StringRef path) {
+  std::string pointer;
+  llvm::Expected<std::unique_ptr<CheckpointSource>> source =
+      openCheckpoint(followCheckpointPointer(path, pointer));
+  if (!source)
+    return source.takeError();
+  std::vector<ParamMap> maps;
+  for (const CheckpointTensor &tensor : (*source)->getTensors())
+    maps.push_back(tensor.map);
+  return writeOutputFile(inspectRender, [&](llvm::raw_ostream &os) {
+    return writeMapPicture(maps, os);
+  });
+}
+
 /// Prints what the checkpoint at `path` holds and what can be done with it.
 static int runInspectCheckpoint(llvm::StringRef path) {
   if (inspectValues.getNumOccurrences())
@@ -327,6 +350,9 @@ static int runInspectCheckpoint(llvm::StringRef path) {
   llvm::Expected<CheckpointSummary> summary = summarizeCheckpoint(path);
   if (!summary)
     return fail(llvm::toString(summary.takeError()));
+  if (!inspectRender.empty())
+    if (llvm::Error error = renderCheckpointMaps(path))
+      return fail(llvm::toString(std::move(error)));
   if (inspectJson)
     llvm::outs() << llvm::formatv("{0:2}", toJson(*summary)) << "\n";
   else
@@ -338,8 +364,9 @@ static int runInspect() {
   if (llvm::sys::fs::is_directory(inspectFile) ||
       llvm::StringRef(inspectFile).ends_with(".safetensors"))
     return runInspectCheckpoint(inspectFile);
-  if (inspectJson)
-    return fail("--json: for a checkpoint folder or safetensors file; " +
+  if (inspectJson || !inspectRender.empty())
+    return fail(std::string(inspectJson ? "--json" : "--render") +
+                ": for a checkpoint folder or safetensors file; " +
                 inspectFile + " is read as a torch.save file");
   llvm::Expected<std::unique_ptr<TorchFile>> file =
       TorchFile::open(inspectFile);
