@@ -6,12 +6,15 @@
 // not), and printing the document must terminate. Every accepted file is
 // then read as DeepSpeed's model and optimizer states (AutoEP metadata and
 // ZeRO-3 partition groups included, and the optimizer record ZeRO stage 0
-// keeps in the model states), which must refuse or succeed cleanly.
+// keeps in the model states), which must refuse or succeed cleanly, and
+// its records' CRC-32s are recomputed against the zip directory's (what
+// `affine-run check` does).
 //
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
 #include "FuzzTarget.h"
+#include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Formats/Torch/TorchFile.h"
 
 using namespace ucp;
@@ -50,6 +53,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     llvm::Expected<TensorStates> optimizer = readTensorStates(**file, zero3);
     if (!optimizer)
       ignore(optimizer.takeError());
+  }
+  llvm::Expected<std::unique_ptr<TorchArchive>> archive = TorchArchive::parse(
+      llvm::MemoryBuffer::getMemBufferCopy(asText(data, size), "fuzz.pt"));
+  if (archive) {
+    llvm::Expected<std::vector<TorchArchive::CrcMismatch>> mismatches =
+        (*archive)->findCrcMismatches();
+    if (!mismatches)
+      ignore(mismatches.takeError());
+  } else {
+    ignore(archive.takeError());
   }
   // ZeRO stage 0's second record, in the model states.
   llvm::Expected<TensorStates> copy =

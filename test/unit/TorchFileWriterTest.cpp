@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Formats/Torch/TorchFileWriter.h"
 #include "ScratchFolder.h"
 #include "ucp/Formats/Torch/TorchFile.h"
@@ -210,6 +211,42 @@ TEST(TorchFileWriter, RecordsTheCrcOfEveryByte) {
   ASSERT_TRUE(crc.has_value());
   EXPECT_EQ(*crc, crc32_z(0, reinterpret_cast<const Bytef *>(bytes.data()),
                           bytes.size()));
+
+  // The archive recomputes it, from the file and from memory, and names
+  // the record once one of its bytes changes.
+  auto mismatches = [](llvm::Expected<std::unique_ptr<TorchArchive>> archive) {
+    EXPECT_TRUE(static_cast<bool>(archive));
+    if (!archive) {
+      llvm::consumeError(archive.takeError());
+      return std::vector<std::string>{"(unread)"};
+    }
+    std::vector<std::string> names;
+    llvm::Expected<std::vector<TorchArchive::CrcMismatch>> found =
+        (*archive)->findCrcMismatches();
+    EXPECT_TRUE(static_cast<bool>(found));
+    if (found)
+      for (const TorchArchive::CrcMismatch &bad : *found)
+        names.push_back(bad.name);
+    else
+      llvm::consumeError(found.takeError());
+    return names;
+  };
+  EXPECT_TRUE(mismatches(TorchArchive::open(path)).empty());
+  std::string changed = (*file)->getBuffer().str();
+  size_t at = changed.find(llvm::StringRef(bytes.data(), 64));
+  ASSERT_NE(at, std::string::npos);
+  changed[at + 7654321] ^= 1;
+  EXPECT_EQ(mismatches(TorchArchive::parse(
+                llvm::MemoryBuffer::getMemBufferCopy(changed, path))),
+            std::vector<std::string>{"data/0"});
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream out(path, ec);
+    ASSERT_FALSE(ec);
+    out << changed;
+  }
+  EXPECT_EQ(mismatches(TorchArchive::open(path)),
+            std::vector<std::string>{"data/0"});
 }
 
 TEST(TorchFileWriter, RefusesWhatItCannotWrite) {

@@ -260,6 +260,14 @@ Error TorchArchive::readCentralDirectory() {
 
 Expected<std::vector<TorchArchive::CrcMismatch>>
 TorchArchive::findCrcMismatches() const {
+  std::vector<CrcMismatch> mismatches;
+  if (!fromFile) { // Bytes in memory already.
+    for (auto [name, recorded] : llvm::zip(names, crcs))
+      if (uint32_t crc = computeCrc32InParallel(records.lookup(name));
+          crc != recorded)
+        mismatches.push_back({name, recorded, crc});
+    return mismatches;
+  }
   // Read with pread into one reused buffer rather than through the
   // mapping: no page of the file stays in this process's memory, and no
   // page fault is taken per 4 KiB.
@@ -271,7 +279,6 @@ TorchArchive::findCrcMismatches() const {
   constexpr size_t kBuffer = size_t(16) << 20;
   std::vector<char> buffer(kBuffer);
   const char *start = this->buffer->getBufferStart();
-  std::vector<CrcMismatch> mismatches;
   for (auto [name, recorded] : llvm::zip(names, crcs)) {
     StringRef record = records.lookup(name);
     uint64_t offset = record.data() - start;
@@ -312,7 +319,10 @@ Expected<std::unique_ptr<TorchArchive>> TorchArchive::open(StringRef path) {
       readInputFile(path, {/*nullTerminated=*/false, llvm::Align(64)});
   if (!file)
     return file.takeError();
-  return parse(std::move(*file));
+  Expected<std::unique_ptr<TorchArchive>> archive = parse(std::move(*file));
+  if (archive)
+    (*archive)->fromFile = true;
+  return archive;
 }
 
 std::optional<StringRef> TorchArchive::getRecord(StringRef name) const {

@@ -62,9 +62,10 @@ public:
     std::string name;
     uint32_t recorded = 0, computed = 0;
   };
-  /// Recomputes every record's CRC-32 (in parallel, read from the file
-  /// rather than the mapping) against the directory's, in directory order;
-  /// an error where the file cannot be read.
+  /// Recomputes every record's CRC-32 (in parallel; from the file rather
+  /// than the mapping when it was opened from one) against the
+  /// directory's, in directory order; an error where the file cannot be
+  /// read.
   llvm::Expected<std::vector<CrcMismatch>> findCrcMismatches() const;
 
 private:
@@ -72,6 +73,9 @@ private:
   llvm::Error readCentralDirectory();
 
   std::string path;
+  /// Whether open() mapped it from the file `path` (parse() may be given
+  /// bytes that are in no file).
+  bool fromFile = false;
   std::unique_ptr<llvm::MemoryBuffer> buffer;
   std::string root;
   std::vector<std::string> names;
