@@ -61,7 +61,12 @@ Error Retargeter::planLayerFiles() {
                         "embedding's)");
           layer = found->second.front();
           key = name.drop_front(tied->end() + 1 - name.begin()).str();
-          tiedLayers[layer] = tied->str();
+          auto [other, added] = tiedLayers.try_emplace(layer, tied->str());
+          if (!added && other->second != *tied)
+            return makeError("--pp-tied: tied modules '" + other->second +
+                             "' and '" + *tied + "' both name layer " +
+                             std::to_string(layer) +
+                             " first, whose one file cannot hold both");
         } else if (std::optional<std::pair<int64_t, std::string>> split =
                        splitLayerName(name)) {
           std::tie(layer, key) = *split;
@@ -85,12 +90,10 @@ Error Retargeter::planLayerFiles() {
                        std::to_string(layer) +
                        " has parameters of its own, so it is not tied module '" +
                        tied->second + "' itself, whose file would hold it");
-    std::vector<size_t> &ordered = layerParams[layer];
-    for (size_t i : orderModuleKeys(entry.keys, entry.groups))
-      ordered.push_back(entry.params[i]);
-    std::vector<std::string> &keys = layerKeys[layer];
-    for (size_t i : orderModuleKeys(entry.keys, entry.groups))
-      keys.push_back(entry.keys[i]);
+    for (size_t i : orderModuleKeys(entry.keys, entry.groups)) {
+      layerParams[layer].push_back(entry.params[i]);
+      layerKeys[layer].push_back(entry.keys[i]);
+    }
   }
   return Error::success();
 }

@@ -201,6 +201,16 @@ Error DeepSpeedReader::listUniversalParams() {
                        " parameter groups, but " + files.modelFiles[0] +
                        " has " + std::to_string(groups) +
                        ": every stage's optimizer has the same groups");
+    // Every TP rank of the stage lists the same parameters.
+    for (int64_t t = 1; t < files.tp; ++t)
+      for (size_t g = 0; g < groups; ++g)
+        if (g >= getModel(first + t).groups.size() ||
+            getModel(first + t).groups[g].size() !=
+                getModel(first).groups[g].size())
+          return makeError(files.modelFiles[first + t] +
+                           ": its param_shapes lists other parameters in "
+                           "group " +
+                           std::to_string(g) + " than " + path + "'s");
     for (size_t g = 0; g < groups; ++g)
       for (size_t p = 0; p < getModel(first).groups[g].size(); ++p) {
         const std::string &name = getModel(first).groups[g][p].name;

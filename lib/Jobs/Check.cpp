@@ -160,9 +160,11 @@ public:
 
 private:
   void checkState(size_t index, TensorState state, DType type);
+  /// A shard's `count` elements that are negative (`negative`) or else
+  /// not finite, the first at shard offset `first`.
   void addValueFinding(size_t index, TensorState state, DType type,
                        int64_t rank, int64_t first, int64_t count,
-                       const char *what, const char *data);
+                       bool negative, const char *data);
 
   const CheckpointSource &source;
   const CheckOptions &options;
@@ -183,7 +185,7 @@ static std::string formatValue(double value) {
 
 void Checker::addValueFinding(size_t index, TensorState state, DType type,
                               int64_t rank, int64_t first, int64_t count,
-                              const char *what, const char *data) {
+                              bool negative, const char *data) {
   const CheckpointTensor &tensor = source.getTensors()[index];
   CheckFinding finding;
   finding.kind = "values";
@@ -198,8 +200,8 @@ void Checker::addValueFinding(size_t index, TensorState state, DType type,
   for (const Shard &s : tensor.map.shards)
     if (s.rank == rank)
       shard = &s;
-  bool fatal = state != TensorState::Weight || options.nonFiniteWeightsFatal ||
-               llvm::StringRef(what) == "negative";
+  bool fatal =
+      state != TensorState::Weight || options.nonFiniteWeightsFatal || negative;
   finding.fatal = fatal;
   double value =
       readElement(type, data + first * getElementSize(type));
@@ -208,7 +210,7 @@ void Checker::addValueFinding(size_t index, TensorState state, DType type,
       "the first element {7} of F ({8}){9}",
       finding.file, tensor.name, finding.state, rank, count,
       shard ? *getNumElements(shard->shape) : 0,
-      llvm::StringRef(what) == "negative" ? "negative" : "NaN or infinite",
+      negative ? "negative" : "NaN or infinite",
       element ? formatList(*element)
               : "at offset " + std::to_string(first) + " of the shard",
       formatValue(value),
@@ -269,10 +271,10 @@ void Checker::checkState(size_t index, TensorState state, DType type) {
       ValueCounts counts = scanValues(found->second, elements, *bits);
       if (counts.nonFinite)
         addValueFinding(index, state, type, shard.rank, counts.firstNonFinite,
-                        counts.nonFinite, "not finite", found->second);
+                        counts.nonFinite, /*negative=*/false, found->second);
       if (counts.negative && state == TensorState::ExpAvgSq)
         addValueFinding(index, state, type, shard.rank, counts.firstNegative,
-                        counts.negative, "negative", found->second);
+                        counts.negative, /*negative=*/true, found->second);
     }
     source.releaseShard(index, state, shard.rank, found->second,
                         elements * size);
