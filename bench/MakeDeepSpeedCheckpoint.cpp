@@ -128,6 +128,13 @@ static cl::opt<bool> breakStep(
              "the tests of the step check"),
     cl::cat(generatorCategory));
 
+static cl::opt<bool> breakLr(
+    "break-lr",
+    cl::desc("write the last DP rank's optimizer with a learning rate the "
+             "others' do not have: a checkpoint whose ranks disagree on "
+             "param_groups, for the tests of that check"),
+    cl::cat(generatorCategory));
+
 namespace {
 
 /// How AutoTP's llama preset splits `name`: 0 by rows, 1 by columns, -1
@@ -407,12 +414,12 @@ static PickleRef buildSliceMappings(PickleBuilder &b, const Model &model,
   return b.dict(slices, /*ordered=*/true);
 }
 
-/// The torch optimizer's param group `g`.
-static PickleRef buildParamGroup(PickleBuilder &b, size_t g) {
+/// The torch optimizer's param group `g`, of learning rate `lr`.
+static PickleRef buildParamGroup(PickleBuilder &b, size_t g, double lr) {
   auto s = [&](llvm::StringRef text) { return b.string(text); };
   return b.dict({
       {s("weight_decay"), b.number(g == 0 ? 0.01 : 0.0)},
-      {s("lr"), b.number(0.01)},
+      {s("lr"), b.number(lr)},
       {s("betas"), b.list({b.number(0.9), b.number(0.95)})},
       {s("eps"), b.number(1e-8)},
       {s("amsgrad"), b.boolean(false)},
@@ -450,7 +457,8 @@ static llvm::Error writeTensorStates(const Model &model, int64_t rank,
                                              {s("exp_avg"), avg},
                                              {s("exp_avg_sq"), avgSq}})});
     }
-    groups.push_back(buildParamGroup(b, g));
+    groups.push_back(
+        buildParamGroup(b, g, breakLr && rank == dp - 1 ? 0.02 : 0.01));
     paddings.push_back(b.integer(model.layouts[g].getPadding(rank)));
     counts.push_back(b.integer(dp));
     mappings.push_back(buildSliceMappings(b, model, g, rank));

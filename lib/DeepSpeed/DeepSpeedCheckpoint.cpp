@@ -125,6 +125,35 @@ Error DeepSpeedReader::checkSteps() const {
   return Error::success();
 }
 
+Error DeepSpeedReader::checkParamGroups(size_t r) const {
+  // Every rank's optimizer has the run's settings; a retarget writes the
+  // first file's.
+  const auto &mine = optimizers[r].paramGroups;
+  const auto &first = optimizers[0].paramGroups;
+  auto differ = [&](const std::string &ours, const std::string &theirs) {
+    return makeError(files.optimizerFiles[r] + ": its optimizer's " + ours +
+                     ", where " + files.optimizerFiles[0] + "'s " + theirs +
+                     ": the folder mixes the files of two runs or "
+                     "configurations");
+  };
+  if (mine.size() != first.size())
+    return differ("param_groups are " + std::to_string(mine.size()),
+                  std::to_string(first.size()));
+  auto describe = [](const auto &settings, size_t g, size_t i) {
+    return i < settings[g].size()
+               ? settings[g][i].first + " is " + settings[g][i].second
+               : std::string("ends");
+  };
+  for (size_t g = 0; g < mine.size(); ++g)
+    for (size_t i = 0; i < std::max(mine[g].size(), first[g].size()); ++i)
+      if (i >= mine[g].size() || i >= first[g].size() ||
+          mine[g][i] != first[g][i])
+        return differ("param_groups[" + std::to_string(g) + "] " +
+                          describe(mine, g, i),
+                      describe(first, g, i));
+  return Error::success();
+}
+
 Error DeepSpeedReader::checkOneRun() const {
   const std::vector<std::string> &modelPaths = files.modelFiles;
   for (auto [path, model] : llvm::zip(modelPaths, models))
@@ -159,6 +188,8 @@ Error DeepSpeedReader::checkOneRun() const {
     if (optimizer.version != models[0].version)
       return makeError(path + ": its ds_version differs from " + modelPaths[0] +
                        "'s: the folder mixes the files of two runs");
+    if (Error error = checkParamGroups(r))
+      return error;
     if (optimizer.groups.size() != model.groups.size())
       return makeError(path + ": it holds " +
                        std::to_string(optimizer.groups.size()) +

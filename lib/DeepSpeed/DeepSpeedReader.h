@@ -165,6 +165,10 @@ struct TensorStates {
   Extents groupPartitionRank;
   std::vector<RankGroup> groups;
   std::string version;
+  /// The torch optimizer's param_groups: per group, each setting (lr,
+  /// betas, ...) as text, but `params` (each stage numbers its own): the
+  /// same in every file of a run.
+  std::vector<std::vector<std::pair<std::string, std::string>>> paramGroups;
 };
 
 /// Reads the optimizer-state file `file` of a ZeRO-1/2 (`zero3` false) or
@@ -296,6 +300,8 @@ private:
   /// The copies of a parameter several stages hold (a tied embedding) are
   /// equal in every state: P2 (PipelineLayers.cpp).
   llvm::Error checkTiedCopies() const;
+  /// Optimizer file `r`'s param_groups settings against the first file's.
+  llvm::Error checkParamGroups(size_t r) const;
   /// ZeRO stage 0's optimizer in the model states against DP rank 0's
   /// optimizer file (OptimizerCopyCheck.cpp).
   llvm::Error checkOptimizerCopies() const;

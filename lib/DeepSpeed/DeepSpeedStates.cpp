@@ -10,6 +10,9 @@
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Format.h"
+
 #include <cstring>
 
 using namespace ucp;
@@ -290,6 +293,69 @@ static Error readPartitionGroups(const PickleCursor &value,
   return Error::success();
 }
 
+/// `number` in the fewest digits that read back as it.
+static std::string formatExactly(double number) {
+  for (int digits : {6, 15, 17}) {
+    std::string text;
+    llvm::raw_string_ostream(text) << llvm::format("%.*g", digits, number);
+    if (digits == 17 || std::strtod(text.c_str(), nullptr) == number)
+      return text;
+  }
+  return "";
+}
+
+/// `value` as text, for comparing one run's files: nested containers and
+/// scalars.
+static std::string describeValue(const PickleCursor &value) {
+  const PickleValue &v = value.get();
+  switch (v.kind) {
+  case PickleValue::None:
+    return "None";
+  case PickleValue::Bool:
+    return v.boolean ? "True" : "False";
+  case PickleValue::Int:
+    return std::to_string(v.integer);
+  case PickleValue::Float:
+    return formatExactly(v.number);
+  case PickleValue::String:
+    return "'" + v.text + "'";
+  case PickleValue::List:
+  case PickleValue::Tuple: {
+    Expected<std::vector<PickleCursor>> items = value.getItems();
+    if (!items)
+      return llvm::toString(items.takeError());
+    std::vector<std::string> texts;
+    for (const PickleCursor &item : *items)
+      texts.push_back(describeValue(item));
+    return "[" + llvm::join(texts, ", ") + "]";
+  }
+  default:
+    return value.getDocument().describe(value.getRef()).str();
+  }
+}
+
+/// The torch optimizer's `param_groups`: per group, each setting but
+/// `params` (each stage numbers its own) as text.
+static Expected<std::vector<std::vector<std::pair<std::string, std::string>>>>
+readParamGroups(const PickleCursor &list) {
+  Expected<std::vector<PickleCursor>> groups = list.getItems();
+  if (!groups)
+    return groups.takeError();
+  std::vector<std::vector<std::pair<std::string, std::string>>> settings;
+  for (const PickleCursor &group : *groups) {
+    Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
+        group.getStringItems();
+    if (!items)
+      return items.takeError();
+    std::vector<std::pair<std::string, std::string>> &mine =
+        settings.emplace_back();
+    for (const auto &[key, item] : *items)
+      if (key != "params")
+        mine.push_back({key, describeValue(item)});
+  }
+  return settings;
+}
+
 Expected<TensorStates> ucp::readTensorStates(const TorchFile &file,
                                              bool zero3, llvm::StringRef key) {
   PickleCursor root(file.getDocument());
@@ -328,6 +394,12 @@ Expected<TensorStates> ucp::readTensorStates(const TorchFile &file,
     Expected<PickleCursor> state = inner->at("state");
     if (!state)
       return state.takeError();
+    if (std::optional<PickleCursor> groups = inner->find("param_groups")) {
+      auto settings = readParamGroups(*groups);
+      if (!settings)
+        return settings.takeError();
+      states.paramGroups = std::move(*settings);
+    }
     if (Error error = readGroups(file, *fp32, *state, states.groups))
       return error;
     if (states.groupPartitionCounts.empty())
