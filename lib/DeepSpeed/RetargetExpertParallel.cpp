@@ -306,45 +306,26 @@ Error Retargeter::writeExpertFilesFromMasters(llvm::StringRef folder) {
       // each a storage of its own, as AutoEP saves them.
       PickleBuilder b;
       std::vector<std::pair<PickleRef, PickleRef>> items;
-      std::vector<const DeepSpeedParam *> weights;
+      std::vector<MasterRun> runs;
       for (const DeepSpeedParam &param : params)
         if (param.expertLayer == l) {
           Extents shape(param.tpMap.logicalShape.begin() + 1,
                         param.tpMap.logicalShape.end());
-          PickleRef storage = b.storage(std::to_string(weights.size()), *type,
-                                        *getNumElements(shape));
+          int64_t elements = *getNumElements(shape);
+          PickleRef storage =
+              b.storage(std::to_string(runs.size()), *type, elements);
           items.push_back(
               {b.string(param.name + "." + std::to_string(g)),
                b.tensor(storage, 0, shape, getRowMajorStrides(shape), false)});
-          weights.push_back(&param);
+          runs.push_back({&param, g * elements, elements});
         }
       llvm::SmallString<256> file(folder);
       path::append(file, "layer_" + std::to_string(layer.moeLayerId) +
                              "_expert_" + std::to_string(g) +
                              "_mp_rank_00_model_states.pt");
-      Expected<std::unique_ptr<TorchFileWriter>> writer =
-          TorchFileWriter::create(file, b.finish(b.dict(items, false)));
-      if (!writer)
-        return writer.takeError();
-      std::vector<char> bytes;
-      for (auto [i, param] : llvm::enumerate(weights)) {
-        int64_t elements =
-            *getNumElements(param->tpMap.logicalShape) / layer.numExperts;
-        TensorData masters =
-            checkpoint.getFragment(*param, 0, TensorState::Master);
-        bytes.resize(elements * getElementSize(*type));
-        narrowFloat32(reinterpret_cast<const float *>(masters.data) +
-                          g * elements,
-                      elements, *type, bytes.data());
-        if (Error error = (*writer)->writeStorage(
-                std::to_string(i),
-                {llvm::StringRef(bytes.data(), bytes.size())}))
-          return error;
-        bytesWritten += bytes.size();
-      }
-      if (Error error = (*writer)->commit(/*durable=*/false))
+      if (Error error = writeMastersFile(file, b.finish(b.dict(items, false)),
+                                         runs, *type))
         return error;
-      ++filesWritten;
     }
   return Error::success();
 }

@@ -103,45 +103,57 @@ size_t Retargeter::getLayerFileCount() const {
                                   : checkpoint.getLayerFiles().size();
 }
 
+Error Retargeter::writeMastersFile(llvm::StringRef file,
+                                   PickleDocument document,
+                                   llvm::ArrayRef<MasterRun> runs, DType type) {
+  Expected<std::unique_ptr<TorchFileWriter>> writer =
+      TorchFileWriter::create(file, std::move(document));
+  if (!writer)
+    return writer.takeError();
+  std::vector<char> bytes;
+  for (auto [i, run] : llvm::enumerate(runs)) {
+    TensorData masters =
+        checkpoint.getFragment(*run.param, 0, TensorState::Master);
+    const float *first =
+        reinterpret_cast<const float *>(masters.data) + run.first;
+    bytes.resize(run.elements * getElementSize(type));
+    narrowFloat32(first, run.elements, type, bytes.data());
+    checkpoint.releaseFragmentPages(*run.param, 0, TensorState::Master,
+                                    reinterpret_cast<const char *>(first),
+                                    run.elements * sizeof(float));
+    if (Error error = (*writer)->writeStorage(
+            std::to_string(i), {llvm::StringRef(bytes.data(), bytes.size())}))
+      return error;
+    bytesWritten += bytes.size();
+  }
+  if (Error error = (*writer)->commit(/*durable=*/false))
+    return error;
+  ++filesWritten;
+  return Error::success();
+}
+
 Error Retargeter::writeLayerFilesFromMasters(llvm::StringRef folder) {
   DType type = checkpoint.getModuleType();
   llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
-  std::vector<char> bytes;
   for (const auto &[layer, weights] : layerParams) {
     PickleBuilder b;
     std::vector<std::pair<PickleRef, PickleRef>> items;
+    std::vector<MasterRun> runs;
     for (auto [i, p] : llvm::enumerate(weights)) {
       const Extents &shape = params[p].tpMap.logicalShape;
-      PickleRef storage =
-          b.storage(std::to_string(i), type, *getNumElements(shape));
+      int64_t elements = *getNumElements(shape);
+      PickleRef storage = b.storage(std::to_string(i), type, elements);
       items.push_back(
           {b.string(layerKeys[layer][i]),
            b.tensor(storage, 0, shape, getRowMajorStrides(shape), false)});
+      runs.push_back({&params[p], 0, elements});
     }
     llvm::SmallString<256> file(folder);
     path::append(file, llvm::formatv("layer_{0:d2}-model_states.pt", layer)
                            .str());
-    Expected<std::unique_ptr<TorchFileWriter>> writer =
-        TorchFileWriter::create(file, b.finish(b.dict(items, true)));
-    if (!writer)
-      return writer.takeError();
-    for (auto [i, p] : llvm::enumerate(weights)) {
-      int64_t elements = *getNumElements(params[p].tpMap.logicalShape);
-      TensorData masters =
-          checkpoint.getFragment(params[p], 0, TensorState::Master);
-      bytes.resize(elements * getElementSize(type));
-      narrowFloat32(reinterpret_cast<const float *>(masters.data), elements,
-                    type, bytes.data());
-      checkpoint.releaseFragmentPages(params[p], 0, TensorState::Master,
-                                      masters.data, elements * 4);
-      if (Error error = (*writer)->writeStorage(
-              std::to_string(i), {llvm::StringRef(bytes.data(), bytes.size())}))
-        return error;
-      bytesWritten += bytes.size();
-    }
-    if (Error error = (*writer)->commit(/*durable=*/false))
+    if (Error error =
+            writeMastersFile(file, b.finish(b.dict(items, true)), runs, type))
       return error;
-    ++filesWritten;
   }
   return Error::success();
 }

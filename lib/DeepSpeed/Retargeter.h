@@ -153,6 +153,16 @@ private:
   /// fp32 masters where the source is a Universal folder.
   llvm::Error writeLayerFiles(llvm::StringRef folder);
   llvm::Error writeLayerFilesFromMasters(llvm::StringRef folder);
+  /// A run of parameter `param`'s fp32 masters: `elements` from `first`.
+  struct MasterRun {
+    const DeepSpeedParam *param;
+    int64_t first, elements;
+  };
+  /// Writes `document` to `file`, its storages "0", "1", ... each run of
+  /// `runs` narrowed to `type` (its pages released once read): the module
+  /// weights a Universal folder does not keep, made from the masters.
+  llvm::Error writeMastersFile(llvm::StringRef file, PickleDocument document,
+                               llvm::ArrayRef<MasterRun> runs, DType type);
 
   // Expert parallelism (RetargetExpertParallel.cpp).
   /// Refuses an AutoEP target that cannot be written.
