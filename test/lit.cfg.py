@@ -79,6 +79,10 @@ if os.path.exists(cpu_runner):
         ("%mlir_runner_libs",
          os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")))
 
+# PNG pictures: built where librsvg was found.
+if config.ucp_png:
+    config.available_features.add("png")
+
 # Transfers across processes: built where MPI was found, run by mpirun on
 # this host (processes may outnumber cores; CI runs as root).
 # In the sanitizer build LeakSanitizer is off under MPI (%mpi_env): Open MPI keeps

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Draws the pictures of docs/Layouts.md with the tool itself:
 #   docs/pictures/make-pictures.sh BIN OUT
-# BIN holds affine-translate (build/bin); OUT receives the .svg files.
+# BIN holds affine-translate and affine-opt (build/bin); OUT receives the
+# .svg files.
 set -eu
 bin=$1
 out=$2
@@ -38,3 +39,19 @@ print(json.dumps(document))
 PY
 "$bin/affine-translate" --import-json "$work/gate.json" |
   "$bin/affine-translate" --render-svg -o "$out/zero-in-tp.svg"
+# Plans (affine-opt --ucp-compose, then --render-svg): the fused QKV with
+# GQA from TP 2 to TP 4, and a padded vocabulary from TP 2 to TP 4, whose
+# last rank's padding rows are a fill.
+plan() {
+  name=$1
+  shift
+  "$bin/affine-translate" --layout "$@" --tp 2 -o "$work/$name-2.mlir"
+  "$bin/affine-translate" --layout "$@" --tp 4 -o "$work/$name-4.mlir"
+  "$bin/affine-opt" "$work/$name-2.mlir" \
+    --ucp-compose=target="$work/$name-4.mlir" |
+    "$bin/affine-translate" --render-svg -o "$out/$name.svg"
+}
+plan plan-fused-qkv split-sub-params --name self_attn.qkv.weight \
+  --shape 32,8 --dim 0 --sub-sizes 16,8,8 --kv-heads 4
+plan plan-padded-vocab padded-vocab --name embed_tokens.weight --vocab 10 \
+  --hidden 4

@@ -56,7 +56,7 @@ static const CommandHelp kCommands[] = {
      "other commands on)"},
     {"inspect",
      "affine-run inspect FILE.pt [--values N]\n  affine-run inspect "
-     "CKPT[/TAG]|UNIV|SAFETENSORS [--json] [--render FILE.svg]",
+     "CKPT[/TAG]|UNIV|SAFETENSORS [--json] [--render FILE.svg|FILE.png]",
      "affine-run inspect ckpt\n    (follows ckpt/latest; the format, "
      "DeepSpeed version, step, grid, dtypes, every tensor and how it is "
      "split, the size on disk, and which commands apply)"},

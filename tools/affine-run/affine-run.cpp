@@ -17,7 +17,7 @@
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Dialect/UCP/Transforms/ReshardPipeline.h"
 #include "ucp/Dialect/UCP/Translate/MapTranslation.h"
-#include "ucp/Formats/Svg/MapPicture.h"
+#include "ucp/Formats/Svg/Picture.h"
 #include "ucp/Formats/Torch/TorchFile.h"
 #include "ucp/Jobs/CheckpointSummary.h"
 #include "ucp/Jobs/OpenCheckpoint.h"
@@ -158,9 +158,10 @@ static cl::opt<bool> inspectJson(
     cl::sub(inspectCommand), cl::cat(category));
 static cl::opt<std::string> inspectRender(
     "render",
-    cl::desc("a checkpoint: also draw every tensor's map as SVG, one panel "
-             "each (F and every rank's shard, coloured by rank), into FILE"),
-    cl::value_desc("FILE.svg"), cl::sub(inspectCommand), cl::cat(category));
+    cl::desc("a checkpoint: also draw every tensor's map, one panel each (F "
+             "and every rank's shard, coloured by rank), into FILE: SVG, or "
+             "PNG where the build found librsvg"),
+    cl::value_desc("FILE.svg|FILE.png"), cl::sub(inspectCommand), cl::cat(category));
 static cl::opt<bool> quiet("quiet", cl::desc("print no progress or summary"),
                            cl::sub(extractCommand), cl::sub(rebuildCommand),
                            cl::sub(reshardCommand), cl::cat(category));
@@ -329,6 +330,10 @@ static void printElements(const TensorData &tensor, unsigned count,
 /// Draws the maps of every tensor of the checkpoint at `path` into
 /// --render's file.
 static llvm::Error renderCheckpointMaps(llvm::StringRef path) {
+  std::optional<PictureFormat> format = getPictureFormat(inspectRender);
+  if (!format)
+    return makeError("--render " + inspectRender +
+                     ": the file's name must end in .svg or .png");
   std::string pointer;
   llvm::Expected<std::unique_ptr<CheckpointSource>> source =
       openCheckpoint(followCheckpointPointer(path, pointer));
@@ -338,7 +343,7 @@ static llvm::Error renderCheckpointMaps(llvm::StringRef path) {
   for (const CheckpointTensor &tensor : (*source)->getTensors())
     maps.push_back(tensor.map);
   return writeOutputFile(inspectRender, [&](llvm::raw_ostream &os) {
-    return writeMapPicture(maps, os);
+    return writePicture(maps, {}, *format, os);
   });
 }
 

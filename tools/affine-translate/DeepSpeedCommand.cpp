@@ -41,8 +41,8 @@ int runDeepSpeedCommand(int argc, char **argv) {
                                      cl::desc("<CKPT/TAG folder>"));
   static cl::opt<std::string> emit(
       "emit", cl::init("mlir"), cl::cat(category),
-      cl::desc("output: mlir (ucp IR), json (a map document) or svg (a "
-               "picture)"));
+      cl::desc("output: mlir (ucp IR), json (a map document), svg or png (a "
+               "picture; png where the build found librsvg)"));
   static cl::opt<std::string> output("o", cl::init("-"), cl::cat(category),
                                      cl::desc("output file"),
                                      cl::value_desc("filename"));

@@ -115,7 +115,8 @@ struct LayoutFlags {
       cl::desc("experts: an AutoEP placement descriptor (JSON)")};
   cl::opt<std::string> emit{"emit", cl::init("mlir"), cl::cat(category),
                             cl::desc("output: mlir (ucp IR), json (a map "
-                                     "document) or svg (a picture)")};
+                                     "document), svg or png (a picture; "
+                                     "png where the build found librsvg)")};
   cl::opt<std::string> output{"o", cl::init("-"), cl::cat(category),
                               cl::desc("output file"),
                               cl::value_desc("filename")};

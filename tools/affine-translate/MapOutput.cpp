@@ -4,7 +4,7 @@
 
 #include "ucp/Dialect/UCP/IR/ParamMapConversion.h"
 #include "ucp/Formats/Json/MapDocument.h"
-#include "ucp/Formats/Svg/MapPicture.h"
+#include "ucp/Formats/Svg/Picture.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/OutputFile.h"
 
@@ -15,15 +15,19 @@ using namespace ucp;
 
 llvm::Error writeMaps(llvm::ArrayRef<ParamMap> maps, llvm::StringRef emit,
                       llvm::StringRef path) {
-  if (emit != "mlir" && emit != "json" && emit != "svg")
-    return makeError("--emit must be mlir, json or svg, got '" + emit + "'");
+  if (emit != "mlir" && emit != "json" && emit != "svg" && emit != "png")
+    return makeError("--emit must be mlir, json, svg or png, got '" + emit +
+                     "'");
   return writeOutputFile(path, [&](llvm::raw_ostream &os) -> llvm::Error {
     if (emit == "json") {
       writeMapDocument(maps, os);
       return llvm::Error::success();
     }
-    if (emit == "svg")
-      return writeMapPicture(maps, os);
+    if (emit == "svg" || emit == "png")
+      return writePicture(maps, {},
+                          emit == "svg" ? PictureFormat::Svg
+                                        : PictureFormat::Png,
+                          os);
     mlir::MLIRContext context;
     context.loadDialect<UCPDialect>();
     mlir::OpBuilder builder(&context);

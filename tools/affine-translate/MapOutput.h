@@ -9,7 +9,7 @@
 
 /// Writes `maps` to `path` (`-`: standard output) as a module of ucp.param
 /// ops (`emit` "mlir"), a map document (`emit` "json") or a picture (`emit`
-/// "svg", ucp/Formats/Svg/MapPicture.h), only once all is written
+/// "svg" or "png", ucp/Formats/Svg/Picture.h), only once all is written
 /// (ucp/Support/OutputFile.h). The maps must be valid.
 llvm::Error writeMaps(llvm::ArrayRef<ucp::ParamMap> maps, llvm::StringRef emit,
                       llvm::StringRef path);

@@ -1,12 +1,18 @@
-"""Checks a map picture against its map document, element by element.
+"""Checks a picture against its map or plan document, element by element.
 
-    check_picture.py MAPS.json PICTURE.svg
+    check_picture.py MAPS.json|PLANS.json PICTURE.svg
 
-For every map of the document and every piece of every shard, the
+For every map of a map document and every piece of every shard, the
 rectangles the picture draws for it (data-side F and shard, in elements)
 must cover exactly the elements its source and dest views touch; on F only
-the lowest holder of a replicated block draws it, hatched. Prints one line
-per map; exits 1 at the first difference.
+the lowest holder of a replicated block draws it, hatched.
+
+For every plan of a plan document, each copy's rectangles (data-side source
+and target) must cover exactly the elements its source and target views
+touch in the shards named, with one band joining them; each fill's exactly
+its view's elements, hatched.
+
+Prints one line per map or plan; exits 1 at the first difference.
 """
 import itertools
 import json
@@ -29,12 +35,63 @@ def cell_offsets(rect):
     return {(r + i) * cols + c + j for i in range(rows) for j in range(width)}
 
 
+def check_plan(name, entry, panel):
+    rects = [r for r in panel.findall(SVG + "rect")
+             if r.get("class") in ("copy", "fill")]
+    bands = panel.findall(SVG + "path")
+
+    def check(what, drawn, side, rank, shape, offset, strides):
+        drawn = [r for r in drawn if r.get("data-side") == side]
+        if {r.get("data-rank") for r in drawn} != {str(rank)}:
+            sys.exit(f"{name}: {what} {side}: ranks "
+                     f"{sorted({r.get('data-rank') for r in drawn})}, "
+                     f"plan {rank}")
+        got = set().union(*(cell_offsets(r) for r in drawn))
+        want = view_offsets(shape, offset, strides)
+        if got != want:
+            sys.exit(f"{name}: {what} {side}: drew {sorted(got)}, "
+                     f"plan {sorted(want)}")
+
+    for i, segment in enumerate(entry["segments"]):
+        mine = [r for r in rects if r.get("data-segment") == str(i)]
+        check(f"copy {i}", mine, "source", segment["source"][0],
+              segment["shape"], *segment["source"][1:])
+        check(f"copy {i}", mine, "target", segment["target"][0],
+              segment["shape"], *segment["target"][1:])
+        band = [b for b in bands if b.get("data-segment") == str(i)]
+        if len(band) != 1 or band[0].get("data-source-rank") != str(
+                segment["source"][0]) or band[0].get(
+                "data-target-rank") != str(segment["target"][0]):
+            sys.exit(f"{name}: copy {i}: bands {[b.attrib for b in band]}")
+    for i, fill in enumerate(entry.get("fill", [])):
+        mine = [r for r in rects if r.get("data-fill") == str(i)]
+        check(f"fill {i}", mine, "target", fill["rank"], fill["shape"],
+              *fill["target"])
+    hatched = len([r for r in panel.findall(SVG + "rect")
+                   if r.get("class") == "replicated"])
+    fills = len([r for r in rects if r.get("class") == "fill"])
+    if len(bands) != len(entry["segments"]) or hatched != fills:
+        sys.exit(f"{name}: {len(bands)} bands, {hatched} hatched")
+    print(f"{name}: {len(entry['segments'])} copies, "
+          f"{len(entry.get('fill', []))} fills, {len(rects)} rectangles "
+          f"match the plan")
+
+
 def main():
+    document = json.load(open(sys.argv[1]))
+    panels = ET.parse(sys.argv[2]).getroot().findall(SVG + "g")
+    if any("segments" in entry for entry in document["params"].values()):
+        by_name = {g.get("data-name"): g for g in panels
+                   if g.get("class") == "plan"}
+        if sorted(by_name) != sorted(document["params"]):
+            sys.exit(f"panels {sorted(by_name)}")
+        for name, entry in sorted(document["params"].items()):
+            check_plan(name, entry, by_name[name])
+        return
     # The document keys each map by its name as an anchored pattern.
     maps = {re.sub(r"\\(.)", r"\1", key[1:-1]) if key.startswith("^")
             else key: entry
-            for key, entry in json.load(open(sys.argv[1]))["params"].items()}
-    panels = ET.parse(sys.argv[2]).getroot().findall(SVG + "g")
+            for key, entry in document["params"].items()}
     by_name = {g.get("data-name"): g for g in panels}
     if sorted(by_name) != sorted(maps) or len(panels) != len(maps):
         sys.exit(f"panels {[g.get('data-name') for g in panels]}")

@@ -9,7 +9,7 @@
 #include "ucp/Formats/Json/LegacyDocument.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Formats/Json/PlanDocument.h"
-#include "ucp/Formats/Svg/MapPicture.h"
+#include "ucp/Formats/Svg/Picture.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/NestingDepth.h"
@@ -230,14 +230,19 @@ LogicalResult ucp::exportMapDocument(ModuleOp module, llvm::raw_ostream &os) {
   return success();
 }
 
-LogicalResult ucp::renderMapPicture(ModuleOp module, llvm::raw_ostream &os) {
-  if (failed(checkUniqueNames<ParamOp>(module)))
+LogicalResult ucp::renderPicture(ModuleOp module, PictureFormat format,
+                                 llvm::raw_ostream &os) {
+  if (failed(checkUniqueNames<ParamOp>(module)) ||
+      failed(checkUniqueNames<PlanOp>(module)))
     return failure();
   std::vector<ParamMap> maps = collectMaps(module);
   for (const ParamMap &map : maps)
     if (llvm::Error error = checkParamMap(map))
       return module.emitError() << llvm::toString(std::move(error));
-  if (llvm::Error error = writeMapPicture(maps, os))
+  std::vector<TransferPlan> plans = collectPlans(module);
+  if (maps.empty() && plans.empty())
+    return module.emitError() << "no ucp.param or ucp.plan to draw";
+  if (llvm::Error error = writePicture(maps, plans, format, os))
     return module.emitError() << llvm::toString(std::move(error));
   return success();
 }

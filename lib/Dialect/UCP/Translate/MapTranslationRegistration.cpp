@@ -72,10 +72,19 @@ void ucp::registerMapTranslations() {
       registerDialects);
   static TranslateFromMLIRRegistration renderSvg(
       "render-svg",
-      "draw every parameter map as an SVG picture: F coloured by the rank "
-      "holding each block, each rank's shard beside it",
+      "draw every parameter map (F coloured by the rank holding each block, "
+      "each rank's shard beside it) and every transfer plan (source shards, "
+      "copies as bands, target shards) as an SVG picture",
       [](Operation *op, llvm::raw_ostream &os) {
-        return renderMapPicture(cast<ModuleOp>(op), os);
+        return renderPicture(cast<ModuleOp>(op), PictureFormat::Svg, os);
+      },
+      registerDialects);
+  static TranslateFromMLIRRegistration renderPng(
+      "render-png",
+      "draw what --render-svg draws as a PNG picture (where the build found "
+      "librsvg)",
+      [](Operation *op, llvm::raw_ostream &os) {
+        return renderPicture(cast<ModuleOp>(op), PictureFormat::Png, os);
       },
       registerDialects);
   static TranslateFromMLIRRegistration exportPlanJson(

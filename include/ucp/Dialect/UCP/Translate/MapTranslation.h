@@ -5,6 +5,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
+#include "ucp/Formats/Svg/Picture.h"
 #include "ucp/Map/ParamMap.h"
 #include "ucp/Plan/TransferPlan.h"
 
@@ -43,10 +44,11 @@ void registerMapFileReader();
 mlir::LogicalResult exportMapDocument(mlir::ModuleOp module,
                                       llvm::raw_ostream &os);
 
-/// Draws every `ucp.param` in `module` as an SVG picture
-/// (ucp/Formats/Svg/MapPicture.h) on `os`, once each map is verified.
-mlir::LogicalResult renderMapPicture(mlir::ModuleOp module,
-                                     llvm::raw_ostream &os);
+/// Draws every `ucp.param` and then every `ucp.plan` in `module` as one
+/// picture in `format` (ucp/Formats/Svg/Picture.h) on `os`, once each map
+/// is verified (the plans are, by their ops' verifiers).
+mlir::LogicalResult renderPicture(mlir::ModuleOp module, PictureFormat format,
+                                  llvm::raw_ostream &os);
 
 /// Registers the `--import-json`, `--import-index-map`, `--import-legacy`,
 /// `--import-plan-json`,
