@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Checkpoint/ValueCheck.h"
 #include "DeepSpeedReader.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -444,6 +445,18 @@ DeepSpeedCheckpoint::getFragmentRun(const DeepSpeedParam &param,
   for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
     run.buffers.sources[rank] = getFragment(param, rank, state).data;
   return run;
+}
+
+llvm::Error
+DeepSpeedCheckpoint::checkFragmentValues(const DeepSpeedParam &param,
+                                         TensorState state) const {
+  std::map<int64_t, const char *> fragments;
+  for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
+    fragments[rank] = getFragment(param, rank, state).data;
+  return checkStateValues(param.map, state, getFragment(param, 0, state).dtype,
+                          fragments, [&](int64_t rank) {
+                            return getShardFile(getIndex(param), state, rank);
+                          });
 }
 
 std::string DeepSpeedCheckpoint::getMissingStates(size_t group) const {

@@ -206,6 +206,23 @@ void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
   narrowFloat32(master.data(), elements, type, out.data());
 }
 
+Error Retargeter::checkGroupValues(size_t g, int64_t t, size_t state) {
+  if (!options.checkValues)
+    return Error::success();
+  TensorState which = kOptimizerStates[state];
+  for (size_t p : getGroupParams(g, t)) {
+    {
+      std::lock_guard<std::mutex> lock(valuesCheckedMutex);
+      if (!valuesChecked.insert({p, state}).second)
+        continue;
+    }
+    if (Error error =
+            checkpoint.checkFragmentValues(checkpoint.getParams()[p], which))
+      return error;
+  }
+  return Error::success();
+}
+
 Retargeter::PartitionPieces
 Retargeter::getPartitionPieces(size_t g, int64_t d, int64_t t, size_t state,
                                int64_t elements, llvm::StringRef zeros) const {
@@ -302,6 +319,8 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
     PartitionPieces partition;
     switch (storage.fill) {
     case NewStorage::Partition:
+      if (Error error = checkGroupValues(storage.group, t, storage.state))
+        return error;
       partition = getPartitionPieces(storage.group, d, t, storage.state,
                                      storage.elements, getZeroPiece());
       pieces = partition.pieces;

@@ -307,6 +307,9 @@ Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
       TorchFileWriter::create(file, *document);
   if (!writer)
     return writer.takeError();
+  if (options.checkValues)
+    if (Error error = checkpoint.checkFragmentValues(param, state))
+      return error;
   ProgramRun run = checkpoint.getFragmentRun(param, state, *plan.program);
   std::map<int64_t, const char *> shards;
   for (const auto &[rank, data] : run.buffers.sources)

@@ -10,6 +10,7 @@
 #include "ucp/Jobs/Check.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Checkpoint/Invariants.h"
+#include "ucp/Checkpoint/ValueCheck.h"
 #include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Jobs/OpenCheckpoint.h"
 #include "ucp/Map/Indexing.h"
@@ -19,129 +20,12 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Parallel.h"
 
-#include <cmath>
-#include <cstring>
 #include <mutex>
 
 using namespace ucp;
 
 bool CheckReport::isSound() const {
   return llvm::none_of(findings, [](const CheckFinding &f) { return f.fatal; });
-}
-
-namespace {
-
-/// What a scan of one shard's values found: elements that are NaN or
-/// infinite, and that are negative (a second moment must not be).
-struct ValueCounts {
-  int64_t nonFinite = 0, negative = 0;
-  int64_t firstNonFinite = -1, firstNegative = -1;
-};
-
-/// The bit layout of a floating-point type: its width, its exponent and
-/// sign masks.
-struct FloatBits {
-  int bytes = 0;
-  uint64_t exponent = 0, sign = 0;
-};
-
-std::optional<FloatBits> getFloatBits(DType type) {
-  switch (type) {
-  case DType::F32:
-    return FloatBits{4, 0x7f800000, 0x80000000};
-  case DType::BF16:
-    return FloatBits{2, 0x7f80, 0x8000};
-  case DType::F16:
-    return FloatBits{2, 0x7c00, 0x8000};
-  case DType::F64:
-    return FloatBits{8, 0x7ff0000000000000, 0x8000000000000000};
-  default:
-    return std::nullopt;
-  }
-}
-
-/// Scans `count` words: blocks counted without branches (the compiler
-/// vectorizes them), and a block with a finding scanned again for its
-/// first.
-template <typename Word>
-ValueCounts scanWords(const char *data, int64_t count, FloatBits bits) {
-  ValueCounts counts;
-  const Word exponent = Word(bits.exponent), sign = Word(bits.sign);
-  auto isNonFinite = [&](Word word) { return (word & exponent) == exponent; };
-  // -0 is not negative; a NaN with its sign set is counted as a NaN.
-  auto isNegative = [&](Word word) {
-    return (word & sign) && (word & ~sign) && !isNonFinite(word);
-  };
-  constexpr int64_t kBlock = 4096;
-  Word block[kBlock];
-  for (int64_t start = 0; start < count; start += kBlock) {
-    int64_t n = std::min(kBlock, count - start);
-    std::memcpy(block, data + start * sizeof(Word), n * sizeof(Word));
-    int64_t nonFinite = 0, negative = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      nonFinite += isNonFinite(block[i]);
-      negative += isNegative(block[i]);
-    }
-    for (int64_t i = 0; i < n && ((nonFinite && counts.firstNonFinite < 0) ||
-                                  (negative && counts.firstNegative < 0));
-         ++i) {
-      if (nonFinite && counts.firstNonFinite < 0 && isNonFinite(block[i]))
-        counts.firstNonFinite = start + i;
-      if (negative && counts.firstNegative < 0 && isNegative(block[i]))
-        counts.firstNegative = start + i;
-    }
-    counts.nonFinite += nonFinite;
-    counts.negative += negative;
-  }
-  return counts;
-}
-
-ValueCounts scanValues(const char *data, int64_t count, FloatBits bits) {
-  switch (bits.bytes) {
-  case 2:
-    return scanWords<uint16_t>(data, count, bits);
-  case 4:
-    return scanWords<uint32_t>(data, count, bits);
-  default:
-    return scanWords<uint64_t>(data, count, bits);
-  }
-}
-
-} // namespace
-
-/// The element of F that shard `rank`'s element `offset` holds, if a
-/// piece of `map` places one there.
-static std::optional<Extents> locateElement(const ParamMap &map, int64_t rank,
-                                            int64_t offset) {
-  for (const Shard &shard : map.shards) {
-    if (shard.rank != rank)
-      continue;
-    for (const Piece &piece : shard.pieces) {
-      // The piece's index, its dimensions taken by decreasing shard stride.
-      std::vector<size_t> dims;
-      for (size_t d = 0; d < piece.shape.size(); ++d)
-        if (piece.shape[d] > 1 && piece.dest.strides[d] > 0)
-          dims.push_back(d);
-      llvm::sort(dims, [&](size_t a, size_t b) {
-        return piece.dest.strides[a] > piece.dest.strides[b];
-      });
-      int64_t rest = offset - piece.dest.offset;
-      if (rest < 0)
-        continue;
-      Extents index(piece.shape.size(), 0);
-      for (size_t d : dims) {
-        index[d] = std::min(rest / piece.dest.strides[d], piece.shape[d] - 1);
-        rest -= index[d] * piece.dest.strides[d];
-      }
-      if (rest != 0)
-        continue;
-      int64_t inF = piece.source.offset;
-      for (size_t d = 0; d < index.size(); ++d)
-        inF += index[d] * piece.source.strides[d];
-      return unravelIndex(inF, map.logicalShape);
-    }
-  }
-  return std::nullopt;
 }
 
 namespace {
@@ -160,11 +44,9 @@ public:
 
 private:
   void checkState(size_t index, TensorState state, DType type);
-  /// A shard's `count` elements that are negative (`negative`) or else
-  /// not finite, the first at shard offset `first`.
+  /// A shard's values its state may not hold; `data` is the shard's.
   void addValueFinding(size_t index, TensorState state, DType type,
-                       int64_t rank, int64_t first, int64_t count,
-                       bool negative, const char *data);
+                       const ValueProblem &problem, const char *data);
 
   const CheckpointSource &source;
   const CheckOptions &options;
@@ -176,45 +58,23 @@ private:
 
 } // namespace
 
-/// `value` as printf's %g writes it.
-static std::string formatValue(double value) {
-  std::string text;
-  llvm::raw_string_ostream(text) << llvm::format("%g", value);
-  return text;
-}
-
 void Checker::addValueFinding(size_t index, TensorState state, DType type,
-                              int64_t rank, int64_t first, int64_t count,
-                              bool negative, const char *data) {
+                              const ValueProblem &problem, const char *data) {
   const CheckpointTensor &tensor = source.getTensors()[index];
   CheckFinding finding;
   finding.kind = "values";
-  finding.file = source.getShardFile(index, state, rank);
+  finding.file = source.getShardFile(index, state, problem.rank);
   finding.tensor = tensor.name;
   finding.state = getStateName(state).str();
-  finding.rank = rank;
-  finding.count = count;
-  std::optional<Extents> element = locateElement(tensor.map, rank, first);
-  finding.element = element.value_or(Extents{first});
-  const Shard *shard = nullptr;
-  for (const Shard &s : tensor.map.shards)
-    if (s.rank == rank)
-      shard = &s;
-  bool fatal =
-      state != TensorState::Weight || options.nonFiniteWeightsFatal || negative;
-  finding.fatal = fatal;
-  double value =
-      readElement(type, data + first * getElementSize(type));
-  finding.message = llvm::formatv(
-      "{0}: tensor '{1}', {2}, rank {3}: {4} of the shard's {5} elements {6}, "
-      "the first element {7} of F ({8}){9}",
-      finding.file, tensor.name, finding.state, rank, count,
-      shard ? *getNumElements(shard->shape) : 0,
-      negative ? "negative" : "NaN or infinite",
-      element ? formatList(*element)
-              : "at offset " + std::to_string(first) + " of the shard",
-      formatValue(value),
-      fatal ? "" : " (weights: reported, not fatal)");
+  finding.rank = problem.rank;
+  finding.count = problem.count;
+  finding.element = locateElement(tensor.map, problem.rank, problem.first)
+                        .value_or(Extents{problem.first});
+  finding.fatal = isFatal(state, problem, options.nonFiniteWeightsFatal);
+  finding.message =
+      describeValueProblem(tensor.map, state, type, problem, finding.file,
+                           data) +
+      (finding.fatal ? "" : " (weights: reported, not fatal)");
   std::lock_guard<std::mutex> lock(findingsMutex);
   report.findings.push_back(std::move(finding));
 }
@@ -260,22 +120,15 @@ void Checker::checkState(size_t index, TensorState state, DType type) {
       report.findings.push_back(std::move(finding));
     }
   }
-  std::optional<FloatBits> bits = getFloatBits(type);
   llvm::parallelFor(0, map.shards.size(), [&](size_t s) {
     const Shard &shard = map.shards[s];
     auto found = shards.find(shard.rank);
     if (found == shards.end())
       return;
     int64_t elements = *getNumElements(shard.shape);
-    if (bits) {
-      ValueCounts counts = scanValues(found->second, elements, *bits);
-      if (counts.nonFinite)
-        addValueFinding(index, state, type, shard.rank, counts.firstNonFinite,
-                        counts.nonFinite, /*negative=*/false, found->second);
-      if (counts.negative && state == TensorState::ExpAvgSq)
-        addValueFinding(index, state, type, shard.rank, counts.firstNegative,
-                        counts.negative, /*negative=*/true, found->second);
-    }
+    for (const ValueProblem &problem : findValueProblems(
+             state, type, shard.rank, found->second, elements))
+      addValueFinding(index, state, type, problem, found->second);
     source.releaseShard(index, state, shard.rank, found->second,
                         elements * size);
   });

@@ -13,6 +13,7 @@
 
 #include "ucp/Jobs/Export.h"
 #include "ucp/Checkpoint/Invariants.h"
+#include "ucp/Checkpoint/ValueCheck.h"
 #include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Engine/ProgramDriver.h"
 #include "ucp/Map/Indexing.h"
@@ -204,6 +205,12 @@ Error Exporter::writeTensor(const ExportTensor &tensor, OutputFile &out,
     shards[rank] = static_cast<const char *>(data);
   if (Error error = checkReplicas(from.map, shards, getElementSize(run.type)))
     return error;
+  if (options.checkValues)
+    if (Error error = checkStateValues(
+            from.map, tensor.state, run.type, shards, [&](int64_t rank) {
+              return source.getShardFile(tensor.index, tensor.state, rank);
+            }))
+      return error;
   int64_t at = dataStart + tensor.offset;
   auto release = source.getReleaser(tensor.index, tensor.state);
   // Runs of the shards go out as they lie.

@@ -69,7 +69,7 @@ static const CommandHelp kCommands[] = {
     {"ds-to-universal",
      "affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
      "PARENT/NAME [--inject_missing_state] [--no_strict] [--threads N] "
-     "[--no-sync] [--quiet]",
+     "[--no-value-check] [--no-sync] [--quiet]",
      "affine-run ds-to-universal --input_folder ckpt/global_step3 "
      "--output_folder ckpt/global_step3_universal\n    (what DeepSpeed's "
      "ds_to_universal.py writes, file for file)"},
@@ -77,7 +77,8 @@ static const CommandHelp kCommands[] = {
      "affine-run ds-retarget --input_folder CKPT/TAG --output_folder OUT/TAG "
      "[--dp M] [--tp N [--num-kv-heads K] | --target-map FILE] "
      "[--zero-stage S] [--autoep-size E] [--pp P [--pp-partition PARTS] "
-     "[--pp-tied KEY=L1,L2]...] [--threads N] [--no-sync] [--quiet]",
+     "[--pp-tied KEY=L1,L2]...] [--threads N] [--no-value-check] "
+     "[--no-sync] [--quiet]",
      "affine-run ds-retarget --input_folder ckpt/global_step3 --output_folder "
      "dp4/global_step3 --dp 4\n    (the checkpoint a run at DP 4 would have "
      "saved; TP, ZeRO stage and pipeline stay the source's)"},
@@ -85,13 +86,15 @@ static const CommandHelp kCommands[] = {
      "affine-run universal-to-ds --input_folder UNIV --output_folder OUT/TAG "
      "[--dp M] [--tp N [--num-kv-heads K] | --target-map FILE] "
      "[--zero-stage S] [--autoep-size E] [--pp P [--pp-partition PARTS]] "
-     "[--pp-tied KEY=L1,L2]... [--threads N] [--no-sync] [--quiet]",
+     "[--pp-tied KEY=L1,L2]... [--threads N] [--no-value-check] "
+     "[--no-sync] [--quiet]",
      "affine-run universal-to-ds --input_folder ckpt/global_step3_universal "
      "--output_folder tp1/global_step3 --tp 1 --dp 2"},
     {"export",
      "affine-run export --input_folder CKPT/TAG|UNIV|SAFETENSORS --out DIR "
      "[--dtype f32|bf16|f16] [--max-shard-size 5GB] "
-     "[--exclude_frozen_parameters] [--no-sync] [--quiet]",
+     "[--exclude_frozen_parameters] [--no-value-check] [--no-sync] "
+     "[--quiet]",
      "affine-run export --input_folder ckpt/global_step3 --out model --dtype "
      "bf16\n    (the consolidated model as safetensors files, as "
      "zero_to_fp32.py gives it)"},

@@ -51,6 +51,7 @@ static int writeModel(const CheckpointSource &checkpoint,
   options.maxShardBytes = *shardBytes;
   options.excludeFrozen = excludeFrozenParameters;
   options.syncOutputs = !universalNoSync;
+  options.checkValues = !noValueCheck;
   if (!universalQuiet)
     options.progress = [](size_t done, size_t total, int64_t bytes) {
       llvm::errs() << "affine-run: " << done << "/" << total << " tensors, "
@@ -164,6 +165,7 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
   }
   options.threads = universalThreads;
   options.syncOutputs = !universalNoSync;
+  options.checkValues = !noValueCheck;
   if (!universalQuiet)
     options.progress = printProgress;
   llvm::Expected<RetargetStats> stats =
@@ -363,6 +365,7 @@ int runDeepSpeedCommand() {
   options.injectMissingState = injectMissingState;
   options.strict = !noStrict;
   options.syncOutputs = !universalNoSync;
+  options.checkValues = !noValueCheck;
   if (!universalQuiet)
     options.progress = printProgress;
   llvm::Expected<UniversalStats> stats =

@@ -203,6 +203,16 @@ cl::opt<bool> universalNoSync(
     cl::sub(universalCommand), cl::sub(retargetCommand),
     cl::sub(fromUniversalCommand), cl::sub(exportCommand),
     cl::sub(convertCommand), cl::cat(getDeepSpeedCategory()));
+cl::opt<bool> noValueCheck(
+    "no-value-check",
+    cl::desc("move masters and moments holding NaN, Inf or a negative "
+             "exp_avg_sq as they are, instead of refusing the checkpoint "
+             "(every master and moment read is scanned by default; replicas "
+             "are compared where the job reads them; the CRC-32s of records "
+             "and values the job does not read are affine-run check's)"),
+    cl::sub(universalCommand), cl::sub(retargetCommand),
+    cl::sub(fromUniversalCommand), cl::sub(exportCommand),
+    cl::cat(getDeepSpeedCategory()));
 cl::opt<bool>
     universalQuiet("quiet", cl::desc("print no progress or summary"),
                    cl::sub(universalCommand), cl::sub(retargetCommand),

@@ -43,6 +43,7 @@ extern llvm::cl::opt<bool> noStrict;
 extern llvm::cl::opt<bool> excludeFrozenParameters;
 extern llvm::cl::opt<unsigned> universalThreads;
 extern llvm::cl::opt<bool> universalNoSync;
+extern llvm::cl::opt<bool> noValueCheck;
 extern llvm::cl::opt<bool> universalQuiet;
 extern llvm::cl::opt<int64_t> targetDp;
 extern llvm::cl::opt<int64_t> targetTp;

@@ -229,6 +229,11 @@ public:
   /// elements.
   ProgramRun getFragmentRun(const DeepSpeedParam &param, TensorState state,
                             const CopyProgram &program) const;
+  /// Refuses `param`'s `state` (a master or moment) where a fragment holds
+  /// NaN, Inf or (exp_avg_sq) a negative value, naming the fragment's file
+  /// and the first such element (checkStateValues).
+  llvm::Error checkFragmentValues(const DeepSpeedParam &param,
+                                  TensorState state) const;
   // CheckpointSource.
   llvm::StringRef getPath() const override { return folder; }
   llvm::ArrayRef<CheckpointTensor> getTensors() const override {

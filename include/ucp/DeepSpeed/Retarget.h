@@ -65,6 +65,10 @@ struct RetargetOptions {
   std::map<std::string, std::vector<int64_t>> ppTiedLayers;
   /// Worker threads (0: every core this process may run on).
   unsigned threads = 0;
+  /// Scan every master and moment read for NaN, Inf and negative second
+  /// moments, and refuse the checkpoint at the first (ucp/Checkpoint/
+  /// ValueCheck.h). Off, such values are moved as they are.
+  bool checkValues = true;
   /// Return only once the outputs are on disk.
   bool syncOutputs = true;
   /// Called about once a second with (files done, files, bytes written).

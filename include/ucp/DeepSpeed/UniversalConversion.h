@@ -36,6 +36,10 @@ struct UniversalOptions {
   /// Refuse patterns of universal_checkpoint_info that no parameter uses
   /// (DeepSpeed's default; its --no_strict turns this off).
   bool strict = true;
+  /// Scan every master and moment read for NaN, Inf and negative second
+  /// moments, and refuse the checkpoint at the first (ucp/Checkpoint/
+  /// ValueCheck.h). Off, such values are moved as they are.
+  bool checkValues = true;
   /// Return only once the outputs are on disk.
   bool syncOutputs = true;
   /// Called about once a second with (files done, files, bytes written).

@@ -38,6 +38,10 @@ struct ExportOptions {
   /// aliases, as zero_to_fp32's --exclude_frozen_parameters does; buffers
   /// stay.
   bool excludeFrozen = false;
+  /// Scan every master and moment read for NaN, Inf and negative second
+  /// moments, and refuse the checkpoint at the first (ucp/Checkpoint/
+  /// ValueCheck.h). Off, such values are moved as they are.
+  bool checkValues = true;
   /// Wait until the files are on disk before returning.
   bool syncOutputs = true;
   /// Called about once a second with (tensors done, tensors, bytes).

@@ -1,0 +1,215 @@
+//===- ValueCheck.cpp - The values a checkpoint's states may hold ---------===//
+
+#include "ucp/Checkpoint/ValueCheck.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
+
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Parallel.h"
+
+#include <cstring>
+
+using namespace ucp;
+
+namespace {
+
+/// The bit layout of a floating-point type: its width, its exponent and
+/// sign masks.
+struct FloatBits {
+  int bytes = 0;
+  uint64_t exponent = 0, sign = 0;
+};
+
+std::optional<FloatBits> getFloatBits(DType type) {
+  switch (type) {
+  case DType::F32:
+    return FloatBits{4, 0x7f800000, 0x80000000};
+  case DType::BF16:
+    return FloatBits{2, 0x7f80, 0x8000};
+  case DType::F16:
+    return FloatBits{2, 0x7c00, 0x8000};
+  case DType::F64:
+    return FloatBits{8, 0x7ff0000000000000, 0x8000000000000000};
+  default:
+    return std::nullopt;
+  }
+}
+
+/// How many of a shard's words are non-finite and negative, and the first
+/// of each.
+struct ValueCounts {
+  int64_t nonFinite = 0, negative = 0;
+  int64_t firstNonFinite = -1, firstNegative = -1;
+};
+
+/// Scans `count` words: blocks counted without branches (the compiler
+/// vectorizes them), and a block with a finding scanned again for its
+/// first.
+template <typename Word>
+ValueCounts scanWords(const char *data, int64_t count, FloatBits bits) {
+  ValueCounts counts;
+  const Word exponent = Word(bits.exponent), sign = Word(bits.sign);
+  auto isNonFinite = [&](Word word) { return (word & exponent) == exponent; };
+  // -0 is not negative; a NaN with its sign set is counted as a NaN.
+  auto isNegative = [&](Word word) {
+    return (word & sign) && (word & ~sign) && !isNonFinite(word);
+  };
+  constexpr int64_t kBlock = 4096;
+  Word block[kBlock];
+  for (int64_t start = 0; start < count; start += kBlock) {
+    int64_t n = std::min(kBlock, count - start);
+    std::memcpy(block, data + start * sizeof(Word), n * sizeof(Word));
+    int64_t nonFinite = 0, negative = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      nonFinite += isNonFinite(block[i]);
+      negative += isNegative(block[i]);
+    }
+    for (int64_t i = 0; i < n && ((nonFinite && counts.firstNonFinite < 0) ||
+                                  (negative && counts.firstNegative < 0));
+         ++i) {
+      if (nonFinite && counts.firstNonFinite < 0 && isNonFinite(block[i]))
+        counts.firstNonFinite = start + i;
+      if (negative && counts.firstNegative < 0 && isNegative(block[i]))
+        counts.firstNegative = start + i;
+    }
+    counts.nonFinite += nonFinite;
+    counts.negative += negative;
+  }
+  return counts;
+}
+
+ValueCounts scanValues(const char *data, int64_t count, FloatBits bits) {
+  switch (bits.bytes) {
+  case 2:
+    return scanWords<uint16_t>(data, count, bits);
+  case 4:
+    return scanWords<uint32_t>(data, count, bits);
+  default:
+    return scanWords<uint64_t>(data, count, bits);
+  }
+}
+
+/// `value` as printf's %g writes it.
+std::string formatValue(double value) {
+  std::string text;
+  llvm::raw_string_ostream(text) << llvm::format("%g", value);
+  return text;
+}
+
+} // namespace
+
+llvm::SmallVector<ValueProblem, 2>
+ucp::findValueProblems(TensorState state, DType type, int64_t rank,
+                       const char *data, int64_t elements) {
+  llvm::SmallVector<ValueProblem, 2> problems;
+  std::optional<FloatBits> bits = getFloatBits(type);
+  if (!bits || !data)
+    return problems;
+  ValueCounts counts = scanValues(data, elements, *bits);
+  if (counts.nonFinite)
+    problems.push_back({rank, counts.firstNonFinite, counts.nonFinite, false});
+  if (counts.negative && state == TensorState::ExpAvgSq)
+    problems.push_back({rank, counts.firstNegative, counts.negative, true});
+  return problems;
+}
+
+std::optional<Extents> ucp::locateElement(const ParamMap &map, int64_t rank,
+                                          int64_t offset) {
+  for (const Shard &shard : map.shards) {
+    if (shard.rank != rank)
+      continue;
+    for (const Piece &piece : shard.pieces) {
+      // The piece's index, its dimensions taken by decreasing shard stride.
+      std::vector<size_t> dims;
+      for (size_t d = 0; d < piece.shape.size(); ++d)
+        if (piece.shape[d] > 1 && piece.dest.strides[d] > 0)
+          dims.push_back(d);
+      llvm::sort(dims, [&](size_t a, size_t b) {
+        return piece.dest.strides[a] > piece.dest.strides[b];
+      });
+      int64_t rest = offset - piece.dest.offset;
+      if (rest < 0)
+        continue;
+      Extents index(piece.shape.size(), 0);
+      for (size_t d : dims) {
+        index[d] = std::min(rest / piece.dest.strides[d], piece.shape[d] - 1);
+        rest -= index[d] * piece.dest.strides[d];
+      }
+      if (rest != 0)
+        continue;
+      int64_t inF = piece.source.offset;
+      for (size_t d = 0; d < index.size(); ++d)
+        inF += index[d] * piece.source.strides[d];
+      return unravelIndex(inF, map.logicalShape);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string ucp::describeValueProblem(const ParamMap &map, TensorState state,
+                                      DType type, const ValueProblem &problem,
+                                      llvm::StringRef file, const char *data) {
+  int64_t shardElements = 0;
+  for (const Shard &shard : map.shards)
+    if (shard.rank == problem.rank)
+      shardElements = getNumElements(shard.shape).value_or(0);
+  std::optional<Extents> element =
+      locateElement(map, problem.rank, problem.first);
+  double value =
+      readElement(type, data + problem.first * getElementSize(type));
+  return llvm::formatv(
+      "{0}: tensor '{1}', {2}, rank {3}: {4} of the shard's {5} elements {6}, "
+      "the first element {7} of F ({8})",
+      file, map.name, getStateName(state), problem.rank, problem.count,
+      shardElements, problem.negative ? "negative" : "NaN or infinite",
+      element ? formatList(*element)
+              : "at offset " + std::to_string(problem.first) + " of the shard",
+      formatValue(value));
+}
+
+bool ucp::isFatal(TensorState state, const ValueProblem &problem,
+                  bool nonFiniteWeightsFatal) {
+  return state != TensorState::Weight || nonFiniteWeightsFatal ||
+         problem.negative;
+}
+
+llvm::Error
+ucp::checkStateValues(const ParamMap &map, TensorState state, DType type,
+                      const std::map<int64_t, const char *> &shards,
+                      llvm::function_ref<std::string(int64_t)> fileOf) {
+  if (state == TensorState::Weight)
+    return llvm::Error::success();
+  std::vector<std::pair<int64_t, const char *>> held;
+  std::vector<int64_t> elements;
+  for (const Shard &shard : map.shards) {
+    auto found = shards.find(shard.rank);
+    if (found == shards.end() || !found->second)
+      continue;
+    held.push_back(*found);
+    elements.push_back(getNumElements(shard.shape).value_or(0));
+  }
+  std::vector<llvm::SmallVector<ValueProblem, 2>> problems(held.size());
+  llvm::parallelFor(0, held.size(), [&](size_t i) {
+    problems[i] = findValueProblems(state, type, held[i].first,
+                                    held[i].second, elements[i]);
+  });
+  size_t bad = llvm::count_if(problems, [](const auto &p) { return !p.empty(); });
+  for (size_t i = 0; i < held.size(); ++i) {
+    if (problems[i].empty())
+      continue;
+    std::string more =
+        bad > 1 ? " (and " + std::to_string(bad - 1) + " more shard" +
+                      (bad > 2 ? "s" : "") + " of it)"
+                : "";
+    return makeError(describeValueProblem(map, state, type, problems[i][0],
+                                          fileOf(held[i].first),
+                                          held[i].second) +
+                     more +
+                     ": masters and moments must be finite, exp_avg_sq never "
+                     "negative; `affine-run check` lists every such shard, "
+                     "--no-value-check converts it anyway");
+  }
+  return llvm::Error::success();
+}
