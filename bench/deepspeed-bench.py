@@ -12,7 +12,10 @@ warm page cache:
   copy floor   cp -r of the checkpoint folder, then sync: every byte read
                and written once, which no converter can beat
   affine-run   affine-run ds-to-universal (its outputs synced to disk)
+    no scan    the same with --no-value-check: what scanning every master
+               and moment for NaN, Inf and negative exp_avg_sq costs
   retarget     affine-run ds-retarget to DP dp + 1 (synced)
+    no scan    the same with --no-value-check
   to ZeRO-3    affine-run ds-retarget to DP dp + 1 and ZeRO-3 (synced),
                which DeepSpeed's own route cannot do
   from univ.   affine-run universal-to-ds to DP dp + 1 from the Universal
@@ -227,9 +230,15 @@ def main():
         "affine-run": lambda o: affine_run(
             "ds-to-universal", "--inject_missing_state", "--input_folder",
             source, "--output_folder", o),
+        "  no scan": lambda o: affine_run(
+            "ds-to-universal", "--inject_missing_state", "--input_folder",
+            source, "--output_folder", o, "--no-value-check"),
         "retarget": lambda o: affine_run(
             "ds-retarget", "--input_folder", source, "--output_folder", o,
             "--dp", dp),
+        "  no scan ": lambda o: affine_run(
+            "ds-retarget", "--input_folder", source, "--output_folder", o,
+            "--dp", dp, "--no-value-check"),
         "to ZeRO-3": lambda o: affine_run(
             "ds-retarget", "--input_folder", source, "--output_folder", o,
             "--dp", dp, "--zero-stage", "3"),

@@ -44,35 +44,42 @@ struct ValueCounts {
   int64_t firstNonFinite = -1, firstNegative = -1;
 };
 
-/// Scans `count` words: blocks counted without branches (the compiler
-/// vectorizes them), and a block with a finding scanned again for its
-/// first.
+/// Scans `count` words: blocks counted without branches (plain bitwise
+/// arithmetic, which the compiler vectorizes), and a block with a finding
+/// scanned again for its first.
 template <typename Word>
 ValueCounts scanWords(const char *data, int64_t count, FloatBits bits) {
   ValueCounts counts;
   const Word exponent = Word(bits.exponent), sign = Word(bits.sign);
-  auto isNonFinite = [&](Word word) { return (word & exponent) == exponent; };
+  auto load = [&](int64_t i) {
+    Word word;
+    std::memcpy(&word, data + i * sizeof(Word), sizeof(Word));
+    return word;
+  };
+  auto isNonFinite = [&](Word word) -> unsigned {
+    return (word & exponent) == exponent;
+  };
   // -0 is not negative; a NaN with its sign set is counted as a NaN.
-  auto isNegative = [&](Word word) {
-    return (word & sign) && (word & ~sign) && !isNonFinite(word);
+  auto isNegative = [&](Word word) -> unsigned {
+    return unsigned((word & sign) != 0) & unsigned((word & ~sign) != 0) &
+           (isNonFinite(word) ^ 1u);
   };
   constexpr int64_t kBlock = 4096;
-  Word block[kBlock];
   for (int64_t start = 0; start < count; start += kBlock) {
-    int64_t n = std::min(kBlock, count - start);
-    std::memcpy(block, data + start * sizeof(Word), n * sizeof(Word));
-    int64_t nonFinite = 0, negative = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      nonFinite += isNonFinite(block[i]);
-      negative += isNegative(block[i]);
+    int64_t end = std::min(count, start + kBlock);
+    unsigned nonFinite = 0, negative = 0;
+    for (int64_t i = start; i < end; ++i) {
+      Word word = load(i);
+      nonFinite += isNonFinite(word);
+      negative += isNegative(word);
     }
-    for (int64_t i = 0; i < n && ((nonFinite && counts.firstNonFinite < 0) ||
-                                  (negative && counts.firstNegative < 0));
+    for (int64_t i = start; i < end && ((nonFinite && counts.firstNonFinite < 0) ||
+                                        (negative && counts.firstNegative < 0));
          ++i) {
-      if (nonFinite && counts.firstNonFinite < 0 && isNonFinite(block[i]))
-        counts.firstNonFinite = start + i;
-      if (negative && counts.firstNegative < 0 && isNegative(block[i]))
-        counts.firstNegative = start + i;
+      if (nonFinite && counts.firstNonFinite < 0 && isNonFinite(load(i)))
+        counts.firstNonFinite = i;
+      if (negative && counts.firstNegative < 0 && isNegative(load(i)))
+        counts.firstNegative = i;
     }
     counts.nonFinite += nonFinite;
     counts.negative += negative;

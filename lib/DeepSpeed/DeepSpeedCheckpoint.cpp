@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Checkpoint/Invariants.h"
 #include "ucp/Checkpoint/ValueCheck.h"
 #include "DeepSpeedReader.h"
 #include "llvm/Support/Format.h"
@@ -447,16 +448,33 @@ DeepSpeedCheckpoint::getFragmentRun(const DeepSpeedParam &param,
   return run;
 }
 
-llvm::Error
-DeepSpeedCheckpoint::checkFragmentValues(const DeepSpeedParam &param,
-                                         TensorState state) const {
+llvm::Error DeepSpeedCheckpoint::checkFragments(const DeepSpeedParam &param,
+                                                TensorState state,
+                                                bool checkValues) const {
   std::map<int64_t, const char *> fragments;
   for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
     fragments[rank] = getFragment(param, rank, state).data;
-  return checkStateValues(param.map, state, getFragment(param, 0, state).dtype,
-                          fragments, [&](int64_t rank) {
-                            return getShardFile(getIndex(param), state, rank);
-                          });
+  DType type = getFragment(param, 0, state).dtype;
+  if (llvm::Error error =
+          checkReplicas(param.map, fragments, getElementSize(type)))
+    return makeError(getStateName(state), llvm::toString(std::move(error)));
+  if (!checkValues)
+    return llvm::Error::success();
+  if (llvm::Error error = checkStateValues(
+          param.map, state, type, fragments, [&](int64_t rank) {
+            return getShardFile(getIndex(param), state, rank);
+          }))
+    return error;
+  // The pages scanned leave this process (they stay in the page cache for
+  // the copy): a retarget's memory stays one partition's, not every
+  // fragment's it has checked.
+  for (const auto &[rank, data] : fragments)
+    if (data)
+      releaseFragmentPages(
+          param, rank, state, data,
+          getNumElements(getFragment(param, rank, state).shape).value_or(0) *
+              getElementSize(type));
+  return llvm::Error::success();
 }
 
 std::string DeepSpeedCheckpoint::getMissingStates(size_t group) const {

@@ -71,6 +71,52 @@ bool matchesMaster(DType type, const char *weight, float master) {
   }
 }
 
+/// Whether all `count` row-major weights of `type` at `weights` are their
+/// fp32 masters at `masters` written to that type (matchesMaster). The
+/// common types are compared without branches, so that the compiler
+/// vectorizes the loop: this runs over every trainable weight on open.
+bool allMatchMasters(DType type, const char *weights, const char *masters,
+                     int64_t count) {
+  int64_t differ = 0;
+  auto masterBits = [&](int64_t i) {
+    uint32_t bits;
+    std::memcpy(&bits, masters + 4 * i, 4);
+    return bits;
+  };
+  switch (type) {
+  case DType::BF16:
+    for (int64_t i = 0; i < count; ++i) {
+      uint16_t stored;
+      std::memcpy(&stored, weights + 2 * i, 2);
+      uint32_t bits = masterBits(i);
+      unsigned nan = (bits & 0x7fffffffu) > 0x7f800000u;
+      uint16_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
+      unsigned storedNan = (stored & 0x7fffu) > 0x7f80u;
+      // A NaN master matches any NaN weight; others, the rounded bits.
+      differ += (nan & (storedNan ^ 1u)) | ((nan ^ 1u) & (stored != rounded));
+    }
+    return differ == 0;
+  case DType::F32:
+    for (int64_t i = 0; i < count; ++i) {
+      uint32_t stored;
+      std::memcpy(&stored, weights + 4 * i, 4);
+      uint32_t bits = masterBits(i);
+      unsigned nan = (bits & 0x7fffffffu) > 0x7f800000u;
+      unsigned storedNan = (stored & 0x7fffffffu) > 0x7f800000u;
+      differ += (nan & (storedNan ^ 1u)) | ((nan ^ 1u) & (stored != bits));
+    }
+    return differ == 0;
+  default:
+    for (int64_t i = 0; i < count; ++i) {
+      float master;
+      std::memcpy(&master, masters + 4 * i, 4);
+      if (!matchesMaster(type, weights + i * getElementSize(type), master))
+        return false;
+    }
+    return true;
+  }
+}
+
 std::string formatValue(double value) {
   // Enough digits to tell two floats apart.
   return llvm::formatv("{0}", llvm::format("%.9g", value)).str();
@@ -219,23 +265,37 @@ static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
     int64_t gridRank = d * outer + rank;
     TensorData master =
         checkpoint.getFragment(param, gridRank, TensorState::Master);
-    for (int64_t i = 0; i < master.shape[0]; ++i) {
+    for (int64_t i = 0; i < master.shape[0];) {
       int64_t element = start + i;
       while (element >= blocks[b].first + blocks[b].count)
         ++b;
       const WeightBlock &block = blocks[b];
       llvm::ArrayRef<int64_t> blockShape = block.data.shape;
-      const char *weight = getWeightElement(block, element, blockShape);
-      float value;
-      std::memcpy(&value, master.data + 4 * i, 4);
-      if (matchesMaster(block.data.dtype, weight, value) ||
-          mismatch.count++ != 0)
+      // The run of the fragment in this block: compared at once where the
+      // block is row-major, element by element where it differs (to find
+      // the first and count) or is strided.
+      int64_t end = std::min<int64_t>(master.shape[0],
+                                      block.first + block.count - start);
+      if (block.rowMajor &&
+          allMatchMasters(block.data.dtype,
+                          getWeightElement(block, element, blockShape),
+                          master.data + 4 * i, end - i)) {
+        i = end;
         continue;
-      mismatch.firstElement = element;
-      mismatch.gridRank = gridRank;
-      mismatch.file = block.file;
-      mismatch.master = value;
-      mismatch.weight = readElement(block.data.dtype, weight);
+      }
+      for (; i < end; ++i) {
+        const char *weight = getWeightElement(block, start + i, blockShape);
+        float value;
+        std::memcpy(&value, master.data + 4 * i, 4);
+        if (matchesMaster(block.data.dtype, weight, value) ||
+            mismatch.count++ != 0)
+          continue;
+        mismatch.firstElement = start + i;
+        mismatch.gridRank = gridRank;
+        mismatch.file = block.file;
+        mismatch.master = value;
+        mismatch.weight = readElement(block.data.dtype, weight);
+      }
     }
     start += master.shape[0];
     // Read once here; the job reads them again from the page cache.

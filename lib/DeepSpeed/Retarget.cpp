@@ -206,9 +206,7 @@ void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
   narrowFloat32(master.data(), elements, type, out.data());
 }
 
-Error Retargeter::checkGroupValues(size_t g, int64_t t, size_t state) {
-  if (!options.checkValues)
-    return Error::success();
+Error Retargeter::checkGroupFragments(size_t g, int64_t t, size_t state) {
   TensorState which = kOptimizerStates[state];
   for (size_t p : getGroupParams(g, t)) {
     {
@@ -216,8 +214,8 @@ Error Retargeter::checkGroupValues(size_t g, int64_t t, size_t state) {
       if (!valuesChecked.insert({p, state}).second)
         continue;
     }
-    if (Error error =
-            checkpoint.checkFragmentValues(checkpoint.getParams()[p], which))
+    if (Error error = checkpoint.checkFragments(checkpoint.getParams()[p],
+                                                which, options.checkValues))
       return error;
   }
   return Error::success();
@@ -319,7 +317,7 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
     PartitionPieces partition;
     switch (storage.fill) {
     case NewStorage::Partition:
-      if (Error error = checkGroupValues(storage.group, t, storage.state))
+      if (Error error = checkGroupFragments(storage.group, t, storage.state))
         return error;
       partition = getPartitionPieces(storage.group, d, t, storage.state,
                                      storage.elements, getZeroPiece());

@@ -310,9 +310,10 @@ private:
     };
     std::vector<Source> sources;
   };
-  /// Refuses the values of optimizer state `state` of group g's parameters
-  /// on target TP rank t (checkFragmentValues), each parameter once.
-  llvm::Error checkGroupValues(size_t g, int64_t t, size_t state);
+  /// Checks optimizer state `state` of group g's parameters on target TP
+  /// rank t as read (checkFragments: replicas, and values unless told
+  /// not to), each parameter once.
+  llvm::Error checkGroupFragments(size_t g, int64_t t, size_t state);
   /// The first `elements` of partition (g, d, t) of `state`, padding from
   /// `zeros`.
   PartitionPieces getPartitionPieces(size_t g, int64_t d, int64_t t,
@@ -368,8 +369,8 @@ private:
   /// file's order.
   std::map<int64_t, std::vector<size_t>> layerParams;
   std::map<int64_t, std::vector<std::string>> layerKeys;
-  /// The (parameter, optimizer state) pairs whose values checkGroupValues
-  /// has scanned: each once, however many target ranks read it.
+  /// The (parameter, optimizer state) pairs checkGroupFragments has
+  /// checked: each once, however many target ranks read it.
   std::set<std::pair<size_t, size_t>> valuesChecked;
   std::mutex valuesCheckedMutex;
   std::atomic<int64_t> bytesWritten{0};

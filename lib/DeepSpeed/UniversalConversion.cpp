@@ -8,7 +8,6 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/DeepSpeed/UniversalConversion.h"
-#include "ucp/Checkpoint/Invariants.h"
 #include "ucp/DeepSpeed/UniversalDocuments.h"
 #include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Engine/ProgramDriver.h"
@@ -307,16 +306,15 @@ Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
       TorchFileWriter::create(file, *document);
   if (!writer)
     return writer.takeError();
-  if (options.checkValues)
-    if (Error error = checkpoint.checkFragmentValues(param, state))
-      return error;
+  // The converter asserts that replicated TP shards are equal; so do we,
+  // and scan the values.
+  if (Error error =
+          checkpoint.checkFragments(param, state, options.checkValues))
+    return error;
   ProgramRun run = checkpoint.getFragmentRun(param, state, *plan.program);
   std::map<int64_t, const char *> shards;
   for (const auto &[rank, data] : run.buffers.sources)
     shards[rank] = static_cast<const char *>(data);
-  // The converter asserts that replicated TP shards are equal; so do we.
-  if (Error error = checkReplicas(param.map, shards, 4))
-    return makeError(getStateName(state), llvm::toString(std::move(error)));
   if (Error error = writeTensor(std::move(run), plan.bytes, **writer))
     return error;
   for (int64_t rank = 0; rank < ranks; ++rank)

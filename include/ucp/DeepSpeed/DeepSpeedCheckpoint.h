@@ -229,11 +229,13 @@ public:
   /// elements.
   ProgramRun getFragmentRun(const DeepSpeedParam &param, TensorState state,
                             const CopyProgram &program) const;
-  /// Refuses `param`'s `state` (a master or moment) where a fragment holds
-  /// NaN, Inf or (exp_avg_sq) a negative value, naming the fragment's file
-  /// and the first such element (checkStateValues).
-  llvm::Error checkFragmentValues(const DeepSpeedParam &param,
-                                  TensorState state) const;
+  /// What every job checks of `param`'s `state` (a master or moment) as it
+  /// reads it: replicated elements equal on every holder (P2,
+  /// checkReplicas) and, with `checkValues`, no NaN, Inf or (exp_avg_sq)
+  /// negative value (checkStateValues), naming the fragment's file and the
+  /// first such element.
+  llvm::Error checkFragments(const DeepSpeedParam &param, TensorState state,
+                             bool checkValues) const;
   // CheckpointSource.
   llvm::StringRef getPath() const override { return folder; }
   llvm::ArrayRef<CheckpointTensor> getTensors() const override {
