@@ -458,16 +458,15 @@ llvm::Error DeepSpeedCheckpoint::checkFragments(const DeepSpeedParam &param,
   if (llvm::Error error =
           checkReplicas(param.map, fragments, getElementSize(type)))
     return makeError(getStateName(state), llvm::toString(std::move(error)));
-  if (!checkValues)
-    return llvm::Error::success();
-  if (llvm::Error error = checkStateValues(
-          param.map, state, type, fragments, [&](int64_t rank) {
-            return getShardFile(getIndex(param), state, rank);
-          }))
-    return error;
-  // The pages scanned leave this process (they stay in the page cache for
-  // the copy): a retarget's memory stays one partition's, not every
-  // fragment's it has checked.
+  if (checkValues)
+    if (llvm::Error error = checkStateValues(
+            param.map, state, type, fragments, [&](int64_t rank) {
+              return getShardFile(getIndex(param), state, rank);
+            }))
+      return error;
+  // The pages read leave this process (they stay in the page cache for the
+  // copy): a retarget's memory stays one partition's, not every fragment's
+  // it has checked.
   for (const auto &[rank, data] : fragments)
     if (data)
       releaseFragmentPages(
