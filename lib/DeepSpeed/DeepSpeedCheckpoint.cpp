@@ -455,15 +455,17 @@ llvm::Error DeepSpeedCheckpoint::checkFragments(const DeepSpeedParam &param,
   for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank)
     fragments[rank] = getFragment(param, rank, state).data;
   DType type = getFragment(param, 0, state).dtype;
-  if (llvm::Error error =
-          checkReplicas(param.map, fragments, getElementSize(type)))
-    return makeError(getStateName(state), llvm::toString(std::move(error)));
+  // Values first: a NaN in one replica is named as a NaN, not as replicas
+  // that differ.
   if (checkValues)
     if (llvm::Error error = checkStateValues(
             param.map, state, type, fragments, [&](int64_t rank) {
               return getShardFile(getIndex(param), state, rank);
             }))
       return error;
+  if (llvm::Error error =
+          checkReplicas(param.map, fragments, getElementSize(type)))
+    return makeError(getStateName(state), llvm::toString(std::move(error)));
   // The pages read leave this process (they stay in the page cache for the
   // copy): a retarget's memory stays one partition's, not every fragment's
   // it has checked.
