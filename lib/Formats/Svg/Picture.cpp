@@ -3,8 +3,6 @@
 #include "ucp/Formats/Svg/Picture.h"
 #include "SvgDrawing.h"
 
-#include "llvm/ADT/StringExtras.h"
-
 using namespace ucp;
 
 std::optional<PictureFormat> ucp::getPictureFormat(llvm::StringRef path) {

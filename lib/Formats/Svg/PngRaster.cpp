@@ -10,6 +10,8 @@
 #include "ucp/Formats/Svg/Picture.h"
 #include "ucp/Support/Error.h"
 
+#include "llvm/Support/FormatVariadic.h"
+
 #ifdef UCP_HAVE_LIBRSVG
 #include <librsvg/rsvg.h>
 #endif
@@ -17,8 +19,6 @@
 using namespace ucp;
 
 #ifdef UCP_HAVE_LIBRSVG
-
-bool ucp::canWritePng() { return true; }
 
 namespace {
 
@@ -51,6 +51,16 @@ llvm::Error svg::rasterise(llvm::StringRef document, llvm::raw_ostream &os) {
     g_object_unref(handle);
     return makeError("librsvg cannot size the picture");
   }
+  // Cairo's image surfaces are at most 32767 pixels a side.
+  constexpr int kMaxSide = 32767;
+  if (width > kMaxSide || height > kMaxSide) {
+    g_object_unref(handle);
+    return makeError(
+        llvm::formatv("the picture is {0:F0} x {1:F0} pixels, past the {2} a "
+                      "side a PNG is written at; write .svg",
+                      width, height, kMaxSide)
+            .str());
+  }
   cairo_surface_t *surface = cairo_image_surface_create(
       CAIRO_FORMAT_ARGB32, static_cast<int>(width + 0.5),
       static_cast<int>(height + 0.5));
@@ -73,8 +83,6 @@ llvm::Error svg::rasterise(llvm::StringRef document, llvm::raw_ostream &os) {
 }
 
 #else
-
-bool ucp::canWritePng() { return false; }
 
 llvm::Error svg::rasterise(llvm::StringRef, llvm::raw_ostream &) {
   return makeError("this build writes no PNG: librsvg (librsvg2-dev) was not "

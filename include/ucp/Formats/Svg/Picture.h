@@ -59,9 +59,6 @@ enum class PictureFormat { Svg, Png };
 /// The format a picture file's name asks for: `.svg` or `.png` (any case).
 std::optional<PictureFormat> getPictureFormat(llvm::StringRef path);
 
-/// Whether this build can write PNG (it rasterises the SVG with librsvg).
-bool canWritePng();
-
 /// Writes a picture of `maps` and then `plans`, one panel each, to `os` in
 /// `format`. The maps must be valid (checkParamMap) and the plans checked
 /// (checkPlanTiling and the views' bounds). Fails, writing nothing, past
