@@ -90,6 +90,8 @@ bool allMatchMasters(DType type, const char *weights, const char *masters,
       std::memcpy(&stored, weights + 2 * i, 2);
       uint32_t bits = masterBits(i);
       unsigned nan = (bits & 0x7fffffffu) > 0x7f800000u;
+      // ucpFloatToBfloat's rounding of a non-NaN, written inline so that
+      // the loop has no branch.
       uint16_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
       unsigned storedNan = (stored & 0x7fffu) > 0x7f80u;
       // A NaN master matches any NaN weight; others, the rounded bits.
