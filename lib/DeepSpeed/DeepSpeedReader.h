@@ -244,6 +244,9 @@ private:
   llvm::Error addSavedTensor(llvm::StringRef name, const PickleCursor &value,
                              std::optional<Extents> shape,
                              CheckpointTensor::Role role);
+  /// Adds frozen parameter `name` of `shape` as ZeRO-3 keeps it: a flat
+  /// fragment in each DP rank's model states.
+  llvm::Error addZero3Frozen(llvm::StringRef name, const Extents &shape);
   llvm::Error addAliases();
   llvm::Error checkOneRun() const;
   /// Every optimizer file records the same Adam step for each parameter

@@ -9,11 +9,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
+#include "ucp/Layout/NestedLayout.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
 
 #include "llvm/ADT/StringSet.h"
 
+#include <algorithm>
 #include <cstring>
 
 using namespace ucp;
@@ -43,7 +45,56 @@ Error DeepSpeedReader::addSavedTensor(llvm::StringRef name,
   tensor.map = getWholeTensorMap(name, logical);
   tensor.states.push_back({TensorState::Weight, saved.dtype});
   checkpoint.tensors.push_back(std::move(tensor));
-  checkpoint.savedData.push_back(data);
+  checkpoint.savedShards.push_back({{&model, data}});
+  return Error::success();
+}
+
+Error DeepSpeedReader::addZero3Frozen(llvm::StringRef name,
+                                      const Extents &shape) {
+  // DP rank d's model states hold elements [d * slots, (d + 1) * slots)
+  // of the flattened parameter, the last ranks' cut short by its end (the
+  // rest is padding, which ZeRO-3 leaves uninitialised).
+  int64_t ranks = checkpoint.modelFiles.size();
+  int64_t elements = *getNumElements(shape);
+  int64_t slots = (elements + ranks - 1) / ranks;
+  std::vector<int64_t> sizes;
+  std::vector<DeepSpeedCheckpoint::SavedShard> shards;
+  std::optional<DType> type;
+  for (const std::unique_ptr<TorchFile> &file : checkpoint.modelFiles) {
+    PickleCursor root(file->getDocument());
+    std::string where = file->getPath().str() + ": frozen_param_fragments['" +
+                        name.str() + "']";
+    Expected<PickleCursor> fragments = root.at("frozen_param_fragments");
+    Expected<PickleCursor> value =
+        fragments ? fragments->at(name) : fragments.takeError();
+    Expected<PickleRef> ref =
+        value ? value->getTensor() : Expected<PickleRef>(value.takeError());
+    if (!ref)
+      return makeError(where + ": " + llvm::toString(ref.takeError()));
+    TensorData fragment = file->getTensor(*ref);
+    if (fragment.shape != Extents{slots} || fragment.strides != Extents{1})
+      return makeError(where + " holds " + formatList(fragment.shape) +
+                       ", not ZeRO-3's " + std::to_string(slots) +
+                       " elements of its " + std::to_string(elements) +
+                       " over " + std::to_string(ranks) + " DP ranks");
+    if (type && fragment.dtype != *type)
+      return makeError(where + " is " + getSafetensorsName(fragment.dtype) +
+                       ", DP rank 0's " + getSafetensorsName(*type));
+    type = fragment.dtype;
+    sizes.push_back(std::clamp<int64_t>(
+        elements - slots * static_cast<int64_t>(shards.size()), 0, slots));
+    shards.push_back({file.get(), fragment.data});
+  }
+  Expected<ParamMap> map = buildFlatRangeLayout(name, shape, sizes);
+  if (!map)
+    return map.takeError();
+  CheckpointTensor tensor;
+  tensor.name = name.str();
+  tensor.role = CheckpointTensor::Role::Frozen;
+  tensor.map = std::move(*map);
+  tensor.states.push_back({TensorState::Weight, *type});
+  checkpoint.tensors.push_back(std::move(tensor));
+  checkpoint.savedShards.push_back(std::move(shards));
   return Error::success();
 }
 
@@ -71,15 +122,19 @@ Error DeepSpeedReader::addSavedTensors() {
         return error;
     }
   }
-  // Frozen parameters: whole in ZeRO-1/2 files without TP.
+  // Frozen parameters: whole in ZeRO-1/2 files, a flat fragment in each DP
+  // rank's in ZeRO-3's. DeepSpeed records none with TP.
   std::optional<PickleCursor> frozen = root.find("frozen_param_shapes");
   if (!frozen || !frozen->is(PickleValue::Dict) || frozen->get().items.empty())
     return Error::success();
-  if (checkpoint.getZeroStage() == 3 || checkpoint.getTpDegree() > 1) {
+  bool zero3 = checkpoint.getZeroStage() == 3 && !checkpoint.isUniversal();
+  if (checkpoint.getTpDegree() > 1 || checkpoint.getPipelineDegree() > 1 ||
+      (checkpoint.isUniversal() && checkpoint.getZeroStage() == 3)) {
     checkpoint.incomplete =
-        (model.getPath() + ": frozen parameters of a ZeRO-3 or "
-                           "tensor-parallel checkpoint, which are not "
-                           "exported yet")
+        (model.getPath() + ": frozen parameters of a " +
+         (checkpoint.isUniversal() ? "Universal folder made from ZeRO-3"
+                                   : "tensor- or pipeline-parallel run") +
+         ", which are not read yet")
             .str();
     return Error::success();
   }
@@ -90,6 +145,14 @@ Error DeepSpeedReader::addSavedTensors() {
     return inModel(llvm::joinErrors(shapes.takeError(), fragments.takeError()));
   for (const auto &[name, shape] : *shapes) {
     Expected<Extents> extents = shape.getInts();
+    if (extents && !getNumElements(*extents))
+      extents = frozen->fail("'" + name + "' has the shape " +
+                             formatList(*extents) + ", beyond 2^63 elements");
+    if (extents && zero3) {
+      if (Error error = addZero3Frozen(name, *extents))
+        return error;
+      continue;
+    }
     Expected<PickleCursor> value = fragments->at(name);
     if (!extents || !value)
       return inModel(llvm::joinErrors(extents.takeError(), value.takeError()));
@@ -147,7 +210,7 @@ const char *DeepSpeedCheckpoint::getShard(size_t index, TensorState state,
                                           int64_t rank) const {
   if (index < params.size())
     return getFragment(params[index], rank, state).data;
-  return savedData[index - params.size()];
+  return savedShards[index - params.size()][rank].data;
 }
 
 void DeepSpeedCheckpoint::releaseShard(size_t index, TensorState state,
@@ -158,7 +221,7 @@ void DeepSpeedCheckpoint::releaseShard(size_t index, TensorState state,
   else if (llvm::none_of(savedCopies, [&](const std::string &copy) {
              return copy.data() == data;
            }))
-    modelFiles.front()->releasePages(data, bytes);
+    savedShards[index - params.size()][rank].file->releasePages(data, bytes);
 }
 
 Error DeepSpeedCheckpoint::checkComplete() const {
@@ -192,7 +255,9 @@ std::vector<std::string> DeepSpeedCheckpoint::getFiles() const {
 
 std::string DeepSpeedCheckpoint::getShardFile(size_t index, TensorState state,
                                               int64_t rank) const {
-  if (index >= params.size() || state == TensorState::Weight)
+  if (index >= params.size())
+    return savedShards[index - params.size()][rank].file->getPath().str();
+  if (state == TensorState::Weight)
     return modelFiles.front()->getPath().str();
   if (universal)
     return universalFiles[index][static_cast<size_t>(state)]->getPath().str();

@@ -29,14 +29,6 @@ using namespace ucp;
 using llvm::Error;
 using llvm::Expected;
 
-/// Whether the model states of `checkpoint` record frozen parameters.
-static bool hasFrozenParams(const DeepSpeedCheckpoint &checkpoint) {
-  PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
-  std::optional<PickleCursor> frozen = root.find("frozen_param_fragments");
-  return frozen && frozen->is(PickleValue::Dict) &&
-         !frozen->get().items.empty();
-}
-
 Error Retargeter::checkTarget() const {
   if (stage < 1 || stage > 3)
     return makeError("--zero-stage " + std::to_string(stage) +
@@ -79,13 +71,6 @@ Error Retargeter::checkTarget() const {
   if (checkpoint.getAutoEpSize() || options.autoEpSize)
     if (Error error = checkExpertParallel())
       return error;
-  // ZeRO-3 keeps each rank's slots of a frozen parameter; ZeRO-1/2 the
-  // whole tensor. Moving those is not built.
-  if ((isZero3Source() || isZero3Target()) && hasFrozenParams(checkpoint))
-    return makeError(
-        checkpoint.getFolder() +
-        ": frozen parameters (frozen_param_fragments) to or from ZeRO-3 are "
-        "not supported");
   // Frozen parameters and buffers have no split rules in
   // universal_checkpoint_info.
   if (changesTpMaps() && hasFrozenParams(checkpoint))
@@ -114,6 +99,8 @@ Error Retargeter::plan() {
     groups[params[p].group].push_back(p);
   }
   if (Error error = planStages())
+    return error;
+  if (Error error = planFrozenParams())
     return error;
   if (Error error = planLayerFiles())
     return error;
@@ -344,6 +331,10 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
           source.getStorageBytes(storage.key)->take_front(storage.kept * size));
       zeros.assign((storage.elements - storage.kept) * size, '\0');
       pieces.push_back(zeros);
+      break;
+    case NewStorage::Frozen:
+      buildFrozenShard(storage, d, buffer);
+      pieces.push_back({buffer.data(), buffer.size()});
       break;
     case NewStorage::Empty:
       break;

@@ -121,6 +121,10 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
       if (Error error = replaceModuleWeights(*module, g, t, nextKey, b,
                                              replaced, file.storages))
         return inSource(std::move(error));
+  if (!module->is(PickleValue::None))
+    if (Error error = replaceFrozenParams(root, *module, d, nextKey, b,
+                                          replaced, file.storages))
+      return inSource(std::move(error));
   // At ZeRO stage 0 (BF16_Optimizer) the model states hold the optimizer
   // too, as DP rank 0's optimizer file does: DeepSpeed restores it from
   // here.

@@ -43,6 +43,9 @@ void replacePath(const PickleCursor &root, llvm::ArrayRef<const char *> keys,
                  PickleRef value,
                  llvm::DenseMap<PickleRef, PickleRef> &replaced);
 
+/// Whether the model states of `checkpoint` record frozen parameters.
+bool hasFrozenParams(const DeepSpeedCheckpoint &checkpoint);
+
 /// ds_config's ZeRO stage and AutoEP size.
 inline constexpr const char *kStagePath[] = {"ds_config", "zero_optimization",
                                              "stage"};
@@ -83,6 +86,10 @@ private:
       MasterWeights,
       /// No elements (ZeRO-3's placeholders for the weights).
       Empty,
+      /// A frozen parameter's shard (buildFrozenShard): `group` is its
+      /// index in the checkpoint's tensors; its first `kept` elements,
+      /// then zeros.
+      Frozen,
     };
     Fill fill;
     std::string key;
@@ -120,6 +127,28 @@ private:
   llvm::ArrayRef<size_t> getGroupParams(size_t g, int64_t o) const {
     return stageGroups[isExpertGroup(g) ? 0 : o / tp][g];
   }
+
+  // Frozen parameters (RetargetFrozenParams.cpp).
+  /// Plans each frozen parameter from its source map to the target's,
+  /// where the source or the target is ZeRO-3 (their forms differ).
+  llvm::Error planFrozenParams();
+  /// A frozen parameter's shard on DP rank d: `elements` (ZeRO-3's slots of
+  /// ceil(numel / dp), or the whole tensor), the first `kept` real.
+  struct FrozenSlots {
+    int64_t elements, kept;
+  };
+  FrozenSlots getFrozenSlots(int64_t elements, int64_t d) const;
+  /// Maps each planned frozen parameter's module tensor and
+  /// frozen_param_fragments entry under `root` to DP rank d's form, their
+  /// storages new from `nextKey` on.
+  llvm::Error
+  replaceFrozenParams(const PickleCursor &root, const PickleCursor &module,
+                      int64_t d, int64_t &nextKey, PickleBuilder &b,
+                      llvm::DenseMap<PickleRef, PickleRef> &replaced,
+                      std::vector<NewStorage> &storages) const;
+  /// The bytes of `storage` (a Frozen one) in DP rank d's model states.
+  void buildFrozenShard(const NewStorage &storage, int64_t d,
+                        std::vector<char> &out) const;
 
   // Pipeline stages (RetargetPipeline.cpp).
   /// Refuses a pipeline target that cannot be written.
@@ -365,6 +394,10 @@ private:
   /// Where rebuildsWeights(): each parameter's fp32 weights from the
   /// source grid to the target's TP shards, whole.
   TransferPrograms weightPrograms;
+  /// planFrozenParams's: the frozen parameters' indices in the
+  /// checkpoint's tensors, and their programs.
+  std::vector<size_t> frozenTensors;
+  TransferPrograms frozenPrograms;
   /// planLayerFiles's: per layer, its parameters and their keys, in the
   /// file's order.
   std::map<int64_t, std::vector<size_t>> layerParams;

@@ -96,6 +96,11 @@ static void summarizeTensors(const CheckpointSource &source,
       entry.states.emplace_back(getStateName(state).str(),
                                 getDTypeName(type).str());
     entry.layout = describeSplit(tensor.map, "ranks");
+    // ZeRO-3 keeps a frozen parameter as fragments over the DP ranks.
+    if (deepSpeed && tensor.role == CheckpointTensor::Role::Frozen &&
+        tensor.map.worldSize > 1)
+      entry.layout = "whole, ZeRO-3 fragments over DP " +
+                     std::to_string(tensor.map.worldSize);
   }
   if (!deepSpeed || deepSpeed->isUniversal())
     return;
@@ -194,13 +199,9 @@ static void summarizeDeepSpeed(const DeepSpeedCheckpoint &checkpoint,
         rules ? "ds-to-universal"
               : "ds-to-universal --inject_missing_state (the model states "
                 "carry no universal_checkpoint_info)");
-    summary.applies.push_back(
-        frozen || checkpoint.isPipeline()
-            ? "ds-retarget --dp, --zero-stage 1|2"
-            : "ds-retarget --dp, --zero-stage 1|2|3");
-    if (frozen)
-      summary.refused.push_back("ds-retarget to or from ZeRO-3: frozen "
-                                "parameters (frozen_param_fragments)");
+    summary.applies.push_back(checkpoint.isPipeline()
+                                  ? "ds-retarget --dp, --zero-stage 1|2"
+                                  : "ds-retarget --dp, --zero-stage 1|2|3");
     if (rules && !frozen && !checkpoint.isPipeline())
       summary.applies.push_back("ds-retarget --tp");
     else

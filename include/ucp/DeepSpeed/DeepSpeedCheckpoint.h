@@ -356,7 +356,13 @@ private:
   /// states hold whole (after the parameters'), the aliases, and why some
   /// tensors could not be bound, if any.
   std::vector<CheckpointTensor> tensors;
-  std::vector<const char *> savedData;
+  /// A shard of a tensor the model states hold: the file and its bytes.
+  struct SavedShard {
+    const TorchFile *file;
+    const char *data;
+  };
+  /// Per tensor after the parameters, per rank of its map.
+  std::vector<std::vector<SavedShard>> savedShards;
   std::deque<std::string> savedCopies;
   std::vector<std::pair<std::string, std::string>> aliases;
   std::string incomplete;

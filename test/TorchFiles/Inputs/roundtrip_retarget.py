@@ -4,7 +4,8 @@
         RUN:DP:STAGE[:TP[:KV[:EP[:PP:PARTS[:TIED]]]]]...
 
 For each RUN of FIXTURES/deepspeed, FIXTURES/deepspeed-autoep or
-FIXTURES/deepspeed-pp (a ZeRO checkpoint), retargets it to DP degree DP,
+FIXTURES/deepspeed-pp (a ZeRO checkpoint; an absolute RUN is a checkpoint
+folder with its `latest`), retargets it to DP degree DP,
 ZeRO stage STAGE, TP degree TP (the model's kv-head count KV given where the
 split rules need it), AutoEP size EP and pipeline stages PP (as N or
 N@B0,...,BN with the stages' boundaries; empty fields: the source's), then back to its own degrees, stage, AutoEP size and stages
@@ -102,8 +103,10 @@ def main(affine_run, fixtures, out, *cases):
             case.split(":") + [None] * 6)[:9]
         for collection in ("deepspeed", "deepspeed-autoep", "deepspeed-pp"):
             folder = os.path.join(fixtures, collection, run, "checkpoint")
-            if os.path.isdir(folder):
+            if os.path.isdir(folder) or os.path.isabs(run):
                 break
+        if os.path.isabs(run):  # A checkpoint made by an earlier step.
+            folder = run
         with open(os.path.join(folder, "latest")) as f:
             tag = f.read()
         original = os.path.join(folder, tag)
@@ -111,8 +114,9 @@ def main(affine_run, fixtures, out, *cases):
             n for n in os.listdir(original) if n.endswith(
                 "mp_rank_00_model_states.pt") and not n.startswith(
                     "layer_"))[0]))
-        there = os.path.join(out, case.replace(":", "_"), "there", tag)
-        back = os.path.join(out, case.replace(":", "_"), "back", tag)
+        work = os.path.join(out, case.replace(":", "_").replace("/", "_"))
+        there = os.path.join(work, "there", tag)
+        back = os.path.join(work, "back", tag)
         stages_there, _, parts_there = (pp or "").partition("@")
         retarget(affine_run, original, there, dp, stage, tp, kv, ep,
                  (["--pp", stages_there] if pp else []) +
