@@ -244,6 +244,12 @@ private:
   llvm::Error addSavedTensor(llvm::StringRef name, const PickleCursor &value,
                              std::optional<Extents> shape,
                              CheckpointTensor::Role role);
+  /// The tensors of `module` (under model states `root`) that no
+  /// parameter group, buffer_names or shared_params names, in module
+  /// order: ZeRO-1's frozen parameters, which it records nowhere else.
+  std::vector<std::string>
+  findModuleOnlyTensors(const PickleCursor &root,
+                        const PickleCursor &module) const;
   /// Adds frozen parameter `name` of `shape` as ZeRO-3 keeps it: a flat
   /// fragment in each DP rank's model states.
   llvm::Error addZero3Frozen(llvm::StringRef name, const Extents &shape);

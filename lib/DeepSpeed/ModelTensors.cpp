@@ -98,6 +98,35 @@ Error DeepSpeedReader::addZero3Frozen(llvm::StringRef name,
   return Error::success();
 }
 
+std::vector<std::string>
+DeepSpeedReader::findModuleOnlyTensors(const PickleCursor &root,
+                                       const PickleCursor &module) const {
+  llvm::StringSet<> named;
+  for (const DeepSpeedParam &param : checkpoint.params)
+    named.insert(param.name);
+  for (const CheckpointTensor &tensor : checkpoint.tensors)
+    named.insert(tensor.name);
+  std::optional<PickleCursor> shared = root.find("shared_params");
+  if (shared && shared->is(PickleValue::Dict))
+    if (Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
+            shared->getStringItems())
+      for (const auto &item : *items)
+        named.insert(item.first);
+    else
+      llvm::consumeError(items.takeError()); // addAliases names the error.
+  std::vector<std::string> names;
+  Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
+      module.getStringItems();
+  if (!items) { // The module's items were read already.
+    llvm::consumeError(items.takeError());
+    return names;
+  }
+  for (const auto &[name, value] : *items)
+    if (!named.contains(name) && value.is(PickleValue::Tensor))
+      names.push_back(name);
+  return names;
+}
+
 Error DeepSpeedReader::addSavedTensors() {
   const TorchFile &model = *checkpoint.modelFiles.front();
   PickleCursor root(model.getDocument());
@@ -123,9 +152,14 @@ Error DeepSpeedReader::addSavedTensors() {
     }
   }
   // Frozen parameters: whole in ZeRO-1/2 files, a flat fragment in each DP
-  // rank's in ZeRO-3's. DeepSpeed records none with TP.
+  // rank's in ZeRO-3's; ZeRO-1 records them only in the module.
   std::optional<PickleCursor> frozen = root.find("frozen_param_shapes");
-  if (!frozen || !frozen->is(PickleValue::Dict) || frozen->get().items.empty())
+  std::vector<std::string> moduleOnly;
+  if (frozen && frozen->is(PickleValue::None) && module->is(PickleValue::Dict))
+    moduleOnly = findModuleOnlyTensors(root, *module);
+  if ((!frozen || !frozen->is(PickleValue::Dict) ||
+       frozen->get().items.empty()) &&
+      moduleOnly.empty())
     return Error::success();
   bool zero3 = checkpoint.getZeroStage() == 3 && !checkpoint.isUniversal();
   if (checkpoint.getTpDegree() > 1 || checkpoint.getPipelineDegree() > 1 ||
@@ -138,6 +172,12 @@ Error DeepSpeedReader::addSavedTensors() {
             .str();
     return Error::success();
   }
+  for (const std::string &name : moduleOnly)
+    if (Error error = addSavedTensor(name, *module->find(name), std::nullopt,
+                                     CheckpointTensor::Role::Frozen))
+      return error;
+  if (!moduleOnly.empty())
+    return Error::success();
   Expected<std::vector<std::pair<std::string, PickleCursor>>> shapes =
       frozen->getStringItems();
   Expected<PickleCursor> fragments = root.at("frozen_param_fragments");

@@ -1,14 +1,17 @@
 //===- RetargetFrozenParams.cpp - Frozen parameters at another stage ------===//
 //
 // A frozen parameter (requires_grad=False) has no optimizer state; the
-// model states keep it. ZeRO-1/2 keeps it whole, in the module and in
-// frozen_param_fragments (one storage); ZeRO-3 keeps an empty placeholder
-// in the module and, in each DP rank's frozen_param_fragments, that rank's
-// ceil(numel / dp) elements of the flattened tensor, zero-padded at the
-// end. Where the source or the target is ZeRO-3, each frozen parameter is
-// planned from its map in the source (whole, or ZeRO-3's fragments) to its
-// map in the target, and each target rank's shard is run from the source
-// bytes, as any parameter's.
+// model states keep it, in one of three forms: ZeRO-1 whole in the module
+// only (frozen_param_shapes and frozen_param_fragments None); ZeRO-2 whole
+// in the module and in frozen_param_fragments (one storage); ZeRO-3 an
+// empty placeholder in the module and, in each DP rank's
+// frozen_param_fragments, that rank's ceil(numel / dp) elements of the
+// flattened tensor, zero-padded at the end. Where the forms differ, or
+// ZeRO-3's DP degree, the records are rebuilt from the checkpoint's frozen
+// tensors; where new bytes are needed, each frozen parameter is planned
+// from its map in the source (whole, or ZeRO-3's fragments) to its map in
+// the target, and each target rank's shard is run from the source bytes,
+// as any parameter's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,8 +24,6 @@
 #include "ucp/Plan/Planner.h"
 #include "ucp/Support/Error.h"
 
-#include "llvm/ADT/StringSet.h"
-
 #include <algorithm>
 
 using namespace ucp;
@@ -30,10 +31,23 @@ using llvm::Error;
 using llvm::Expected;
 
 bool ucp::hasFrozenParams(const DeepSpeedCheckpoint &checkpoint) {
+  if (llvm::any_of(checkpoint.getTensors(), [](const CheckpointTensor &t) {
+        return t.role == CheckpointTensor::Role::Frozen;
+      }))
+    return true;
   PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
   std::optional<PickleCursor> frozen = root.find("frozen_param_fragments");
   return frozen && frozen->is(PickleValue::Dict) &&
          !frozen->get().items.empty();
+}
+
+/// The form stage `stage` keeps frozen parameters in: 1 (BF16_Optimizer's
+/// stage 0 included), 2 or 3.
+static int getFrozenForm(int stage) { return std::max(stage, 1); }
+
+bool Retargeter::rewritesFrozenParams() const {
+  return isZero3Source() || isZero3Target() ||
+         getFrozenForm(checkpoint.getZeroStage()) != getFrozenForm(stage);
 }
 
 Retargeter::FrozenSlots Retargeter::getFrozenSlots(int64_t elements,
@@ -45,8 +59,13 @@ Retargeter::FrozenSlots Retargeter::getFrozenSlots(int64_t elements,
 }
 
 Error Retargeter::planFrozenParams() {
-  if (!isZero3Source() && !isZero3Target())
-    return Error::success(); // Whole in both: the source's stay.
+  if (!rewritesFrozenParams())
+    return Error::success(); // The source's records stay.
+  // A tensor the reader knows of but could not bind (frozen parameters of
+  // a form it does not read) would be left behind.
+  if (hasFrozenParams(checkpoint))
+    if (Error error = checkpoint.checkComplete())
+      return error;
   llvm::ArrayRef<CheckpointTensor> tensors = checkpoint.getTensors();
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (tensors[i].role != CheckpointTensor::Role::Frozen)
@@ -70,34 +89,7 @@ Error Retargeter::planFrozenParams() {
     frozenPrograms.merge(*planned);
     frozenTensors.push_back(i);
   }
-  // A tensor the reader knows of but could not bind (frozen parameters of
-  // a form it does not read) would be left behind.
-  return hasFrozenParams(checkpoint) ? checkpoint.checkComplete()
-                                     : Error::success();
-}
-
-/// The first of `module`'s tensors that is none of `checkpoint`'s
-/// (trainable parameters, buffers, frozen parameters, aliases), if any.
-static std::optional<std::string>
-findUnknownModuleTensor(const DeepSpeedCheckpoint &checkpoint,
-                        const PickleCursor &module) {
-  llvm::StringSet<> known;
-  for (const DeepSpeedParam &param : checkpoint.getParams())
-    known.insert(param.name);
-  for (const CheckpointTensor &tensor : checkpoint.getTensors())
-    known.insert(tensor.name);
-  for (const auto &[alias, name] : checkpoint.getAliases())
-    known.insert(alias);
-  Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
-      module.getStringItems();
-  if (!items) {
-    llvm::consumeError(items.takeError());
-    return std::nullopt;
-  }
-  for (const auto &[name, value] : *items)
-    if (!known.contains(name))
-      return name;
-  return std::nullopt;
+  return Error::success();
 }
 
 Error Retargeter::replaceFrozenParams(
@@ -105,52 +97,53 @@ Error Retargeter::replaceFrozenParams(
     int64_t &nextKey, PickleBuilder &b,
     llvm::DenseMap<PickleRef, PickleRef> &replaced,
     std::vector<NewStorage> &storages) const {
-  if (isZero3Target() && !isZero3Source())
-    // ZeRO-1 records no frozen parameters: one in its module would be
-    // written whole where ZeRO-3 keeps a placeholder.
-    if (std::optional<std::string> name =
-            findUnknownModuleTensor(checkpoint, module))
-      return makeError(module.getPath() + "[\"" + *name +
-                       "\"]: neither a trainable parameter nor a buffer nor "
-                       "in frozen_param_shapes (ZeRO-1 records frozen "
-                       "parameters nowhere else), so its ZeRO-3 form is "
-                       "unknown");
-  if (frozenTensors.empty())
+  if (!rewritesFrozenParams())
     return Error::success();
-  Expected<PickleCursor> fragments = root.at("frozen_param_fragments");
-  if (!fragments)
-    return fragments.takeError();
   const PickleDocument &from = root.getDocument();
+  std::vector<std::pair<PickleRef, PickleRef>> shapes, fragments;
   for (size_t index : frozenTensors) {
     const CheckpointTensor &frozen = checkpoint.getTensors()[index];
+    const Extents &shape = frozen.map.logicalShape;
     Expected<PickleCursor> weight = module.at(frozen.name);
-    Expected<PickleCursor> fragment = fragments->at(frozen.name);
-    if (!weight || !fragment)
-      return llvm::joinErrors(weight.takeError(), fragment.takeError());
-    if (!weight->is(PickleValue::Tensor) || !fragment->is(PickleValue::Tensor))
+    if (!weight)
+      return weight.takeError();
+    if (!weight->is(PickleValue::Tensor))
       return makeError(weight->getPath() + ": not a tensor");
     bool requiresGrad = from.get(weight->getRef()).requiresGrad;
     DType type = frozen.states.front().second;
-    FrozenSlots slots = getFrozenSlots(*getNumElements(frozen.map.logicalShape), d);
-    std::string key = std::to_string(nextKey++);
-    PickleRef storage = b.storage(key, type, slots.elements);
-    storages.push_back(
-        {NewStorage::Frozen, key, type, index, 0, slots.elements, slots.kept});
+    FrozenSlots slots = getFrozenSlots(*getNumElements(shape), d);
+    PickleRef fragment;
+    if (isZero3Target() || isZero3Source()) {
+      // New bytes: ZeRO-3's slots, or the whole tensor from them.
+      std::string key = std::to_string(nextKey++);
+      PickleRef storage = b.storage(key, type, slots.elements);
+      storages.push_back({NewStorage::Frozen, key, type, index, 0,
+                          slots.elements, slots.kept});
+      fragment = isZero3Target()
+                     ? b.tensor(storage, 0, {slots.elements}, {1}, requiresGrad)
+                     : b.tensor(storage, 0, shape, getRowMajorStrides(shape),
+                                requiresGrad);
+    } else {
+      // The module's own tensor, whole in both forms.
+      fragment = b.copy(from, weight->getRef(), replaced);
+    }
     if (isZero3Target()) {
-      replaced[fragment->getRef()] =
-          b.tensor(storage, 0, {slots.elements}, {1}, requiresGrad);
       std::string empty = std::to_string(nextKey++);
       replaced[weight->getRef()] =
           b.tensor(b.storage(empty, type, 0), 0, {0}, {1}, requiresGrad);
       storages.push_back({NewStorage::Empty, empty, type, 0, 0, 0, 0});
-      continue;
+    } else {
+      replaced[weight->getRef()] = fragment; // One storage, as ZeRO-2's.
     }
-    // Whole: the module's tensor and the fragment share the storage.
-    const Extents &shape = frozen.map.logicalShape;
-    for (const PickleCursor &old : {*weight, *fragment})
-      replaced[old.getRef()] = b.tensor(
-          storage, 0, shape, getRowMajorStrides(shape), requiresGrad);
+    shapes.push_back({b.string(frozen.name), b.size(shape)});
+    fragments.push_back({b.string(frozen.name), fragment});
   }
+  // ZeRO-1 records them nowhere but the module.
+  bool none = getFrozenForm(stage) == 1;
+  if (std::optional<PickleCursor> old = root.find("frozen_param_shapes"))
+    replaced[old->getRef()] = none ? b.none() : b.dict(shapes, true);
+  if (std::optional<PickleCursor> old = root.find("frozen_param_fragments"))
+    replaced[old->getRef()] = none ? b.none() : b.dict(fragments, true);
   return Error::success();
 }
 

@@ -157,7 +157,7 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
     bool none = value.is(PickleValue::None) ||
                 (value.is(PickleValue::Dict) && value.get().items.empty());
     if ((key == "frozen_param_shapes" || key == "frozen_param_fragments") &&
-        none)
+        none && frozenTensors.empty())
       copy = stage == 1 ? b.none() : b.dict({}, /*ordered=*/true);
     items.push_back({b.string(key), copy});
   }

@@ -129,8 +129,11 @@ private:
   }
 
   // Frozen parameters (RetargetFrozenParams.cpp).
+  /// Whether the target keeps frozen parameters in another form than the
+  /// source (another stage's, or ZeRO-3 at another DP degree).
+  bool rewritesFrozenParams() const;
   /// Plans each frozen parameter from its source map to the target's,
-  /// where the source or the target is ZeRO-3 (their forms differ).
+  /// where rewritesFrozenParams().
   llvm::Error planFrozenParams();
   /// A frozen parameter's shard on DP rank d: `elements` (ZeRO-3's slots of
   /// ceil(numel / dp), or the whole tensor), the first `kept` real.
@@ -138,9 +141,9 @@ private:
     int64_t elements, kept;
   };
   FrozenSlots getFrozenSlots(int64_t elements, int64_t d) const;
-  /// Maps each planned frozen parameter's module tensor and
-  /// frozen_param_fragments entry under `root` to DP rank d's form, their
-  /// storages new from `nextKey` on.
+  /// Maps the frozen parameters' module tensors and records under `root`
+  /// (frozen_param_shapes, frozen_param_fragments) to DP rank d's form in
+  /// the target's stage, new storages from `nextKey` on.
   llvm::Error
   replaceFrozenParams(const PickleCursor &root, const PickleCursor &module,
                       int64_t d, int64_t &nextKey, PickleBuilder &b,

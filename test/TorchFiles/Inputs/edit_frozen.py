@@ -4,8 +4,6 @@ another writer or a hand edit would.
 Usage: edit_frozen.py EDIT NAME FILE...
 
 EDIT is one of
-  none      frozen_param_shapes and frozen_param_fragments None, as ZeRO-1
-            saves them (the parameter stays in the module);
   truncate  NAME's fragment one element short;
   double    NAME's fragment in float64.
 """
@@ -18,10 +16,7 @@ def main(edit, name, *paths):
     for path in paths:
         states = torch.load(path)
         fragments = states["frozen_param_fragments"]
-        if edit == "none":
-            states["frozen_param_shapes"] = None
-            states["frozen_param_fragments"] = None
-        elif edit == "truncate":
+        if edit == "truncate":
             fragments[name] = fragments[name][:-1].clone()
         elif edit == "double":
             fragments[name] = fragments[name].double()
