@@ -244,15 +244,35 @@ private:
   llvm::Error addSavedTensor(llvm::StringRef name, const PickleCursor &value,
                              std::optional<Extents> shape,
                              CheckpointTensor::Role role);
+  // Frozen parameters (FrozenTensors.cpp).
+  /// Where a stage keeps a frozen parameter: whole in the module only
+  /// (ZeRO-1), whole in the module and its records (ZeRO-2), in ZeRO-3's
+  /// slots.
+  enum class FrozenForm { ModuleOnly, Whole, Zero3 };
   /// The tensors of `module` (under model states `root`) that no
   /// parameter group, buffer_names or shared_params names, in module
   /// order: ZeRO-1's frozen parameters, which it records nowhere else.
   std::vector<std::string>
   findModuleOnlyTensors(const PickleCursor &root,
                         const PickleCursor &module) const;
-  /// Adds frozen parameter `name` of `shape` as ZeRO-3 keeps it: a flat
-  /// fragment in each DP rank's model states.
-  llvm::Error addZero3Frozen(llvm::StringRef name, const Extents &shape);
+  /// Adds the frozen parameters of the model states `root` (`module` its
+  /// module).
+  llvm::Error addFrozenParams(const PickleCursor &root,
+                              const PickleCursor &module);
+  /// Adds frozen parameter `name`, kept in `form` by every model-states
+  /// file.
+  llvm::Error addFrozenParam(llvm::StringRef name, FrozenForm form);
+  /// The shape of frozen parameter `name`'s TP shard as `file` records it.
+  llvm::Expected<Extents> getFrozenShardShape(const TorchFile &file,
+                                              llvm::StringRef name,
+                                              FrozenForm form) const;
+  /// The bytes of frozen parameter `name` in `file`: its TP shard of
+  /// `shape` whole, or its `slots` of that (ZeRO-3), of the first file's
+  /// `type` (set by the first).
+  llvm::Expected<DeepSpeedCheckpoint::SavedShard>
+  getFrozenShard(const TorchFile &file, llvm::StringRef name, FrozenForm form,
+                 const Extents &shape, int64_t slots,
+                 std::optional<DType> &type);
   llvm::Error addAliases();
   llvm::Error checkOneRun() const;
   /// Every optimizer file records the same Adam step for each parameter

@@ -1,21 +1,19 @@
 //===- ModelTensors.cpp - A DeepSpeed checkpoint as a CheckpointSource ----===//
 //
 // The trainable parameters come first, in getParams() order, each with
-// its map over the grid and the states its group holds; then what the
-// model states hold whole (TP rank 0's file, as zero_to_fp32 takes it):
-// the module buffers named by buffer_names, and the frozen parameters of
-// frozen_param_fragments; shared_params gives the aliases.
+// its map over the grid and the states its group holds; then the module
+// buffers named by buffer_names, whole (TP rank 0's file, as zero_to_fp32
+// takes them), and the frozen parameters (FrozenTensors.cpp);
+// shared_params gives the aliases.
 //
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
-#include "ucp/Layout/NestedLayout.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
 
 #include "llvm/ADT/StringSet.h"
 
-#include <algorithm>
 #include <cstring>
 
 using namespace ucp;
@@ -49,84 +47,6 @@ Error DeepSpeedReader::addSavedTensor(llvm::StringRef name,
   return Error::success();
 }
 
-Error DeepSpeedReader::addZero3Frozen(llvm::StringRef name,
-                                      const Extents &shape) {
-  // DP rank d's model states hold elements [d * slots, (d + 1) * slots)
-  // of the flattened parameter, the last ranks' cut short by its end (the
-  // rest is padding, which ZeRO-3 leaves uninitialised).
-  int64_t ranks = checkpoint.modelFiles.size();
-  int64_t elements = *getNumElements(shape);
-  int64_t slots = (elements + ranks - 1) / ranks;
-  std::vector<int64_t> sizes;
-  std::vector<DeepSpeedCheckpoint::SavedShard> shards;
-  std::optional<DType> type;
-  for (const std::unique_ptr<TorchFile> &file : checkpoint.modelFiles) {
-    PickleCursor root(file->getDocument());
-    std::string where = file->getPath().str() + ": frozen_param_fragments['" +
-                        name.str() + "']";
-    Expected<PickleCursor> fragments = root.at("frozen_param_fragments");
-    Expected<PickleCursor> value =
-        fragments ? fragments->at(name) : fragments.takeError();
-    Expected<PickleRef> ref =
-        value ? value->getTensor() : Expected<PickleRef>(value.takeError());
-    if (!ref)
-      return makeError(where + ": " + llvm::toString(ref.takeError()));
-    TensorData fragment = file->getTensor(*ref);
-    if (fragment.shape != Extents{slots} || fragment.strides != Extents{1})
-      return makeError(where + " holds " + formatList(fragment.shape) +
-                       ", not ZeRO-3's " + std::to_string(slots) +
-                       " elements of its " + std::to_string(elements) +
-                       " over " + std::to_string(ranks) + " DP ranks");
-    if (type && fragment.dtype != *type)
-      return makeError(where + " is " + getSafetensorsName(fragment.dtype) +
-                       ", DP rank 0's " + getSafetensorsName(*type));
-    type = fragment.dtype;
-    sizes.push_back(std::clamp<int64_t>(
-        elements - slots * static_cast<int64_t>(shards.size()), 0, slots));
-    shards.push_back({file.get(), fragment.data});
-  }
-  Expected<ParamMap> map = buildFlatRangeLayout(name, shape, sizes);
-  if (!map)
-    return map.takeError();
-  CheckpointTensor tensor;
-  tensor.name = name.str();
-  tensor.role = CheckpointTensor::Role::Frozen;
-  tensor.map = std::move(*map);
-  tensor.states.push_back({TensorState::Weight, *type});
-  checkpoint.tensors.push_back(std::move(tensor));
-  checkpoint.savedShards.push_back(std::move(shards));
-  return Error::success();
-}
-
-std::vector<std::string>
-DeepSpeedReader::findModuleOnlyTensors(const PickleCursor &root,
-                                       const PickleCursor &module) const {
-  llvm::StringSet<> named;
-  for (const DeepSpeedParam &param : checkpoint.params)
-    named.insert(param.name);
-  for (const CheckpointTensor &tensor : checkpoint.tensors)
-    named.insert(tensor.name);
-  std::optional<PickleCursor> shared = root.find("shared_params");
-  if (shared && shared->is(PickleValue::Dict))
-    if (Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
-            shared->getStringItems())
-      for (const auto &item : *items)
-        named.insert(item.first);
-    else
-      llvm::consumeError(items.takeError()); // addAliases names the error.
-  std::vector<std::string> names;
-  Expected<std::vector<std::pair<std::string, PickleCursor>>> items =
-      module.getStringItems();
-  if (!items) { // The module's items were read already.
-    llvm::consumeError(items.takeError());
-    return names;
-  }
-  for (const auto &[name, value] : *items)
-    if (!named.contains(name) && value.is(PickleValue::Tensor))
-      names.push_back(name);
-  return names;
-}
-
 Error DeepSpeedReader::addSavedTensors() {
   const TorchFile &model = *checkpoint.modelFiles.front();
   PickleCursor root(model.getDocument());
@@ -151,56 +71,7 @@ Error DeepSpeedReader::addSavedTensors() {
         return error;
     }
   }
-  // Frozen parameters: whole in ZeRO-1/2 files, a flat fragment in each DP
-  // rank's in ZeRO-3's; ZeRO-1 records them only in the module.
-  std::optional<PickleCursor> frozen = root.find("frozen_param_shapes");
-  std::vector<std::string> moduleOnly;
-  if (frozen && frozen->is(PickleValue::None) && module->is(PickleValue::Dict))
-    moduleOnly = findModuleOnlyTensors(root, *module);
-  if ((!frozen || !frozen->is(PickleValue::Dict) ||
-       frozen->get().items.empty()) &&
-      moduleOnly.empty())
-    return Error::success();
-  bool zero3 = checkpoint.getZeroStage() == 3 && !checkpoint.isUniversal();
-  if (checkpoint.getTpDegree() > 1 || checkpoint.getPipelineDegree() > 1 ||
-      (checkpoint.isUniversal() && checkpoint.getZeroStage() == 3)) {
-    checkpoint.incomplete =
-        (model.getPath() + ": frozen parameters of a " +
-         (checkpoint.isUniversal() ? "Universal folder made from ZeRO-3"
-                                   : "tensor- or pipeline-parallel run") +
-         ", which are not read yet")
-            .str();
-    return Error::success();
-  }
-  for (const std::string &name : moduleOnly)
-    if (Error error = addSavedTensor(name, *module->find(name), std::nullopt,
-                                     CheckpointTensor::Role::Frozen))
-      return error;
-  if (!moduleOnly.empty())
-    return Error::success();
-  Expected<std::vector<std::pair<std::string, PickleCursor>>> shapes =
-      frozen->getStringItems();
-  Expected<PickleCursor> fragments = root.at("frozen_param_fragments");
-  if (!shapes || !fragments)
-    return inModel(llvm::joinErrors(shapes.takeError(), fragments.takeError()));
-  for (const auto &[name, shape] : *shapes) {
-    Expected<Extents> extents = shape.getInts();
-    if (extents && !getNumElements(*extents))
-      extents = frozen->fail("'" + name + "' has the shape " +
-                             formatList(*extents) + ", beyond 2^63 elements");
-    if (extents && zero3) {
-      if (Error error = addZero3Frozen(name, *extents))
-        return error;
-      continue;
-    }
-    Expected<PickleCursor> value = fragments->at(name);
-    if (!extents || !value)
-      return inModel(llvm::joinErrors(extents.takeError(), value.takeError()));
-    if (Error error = addSavedTensor(name, *value, *extents,
-                                     CheckpointTensor::Role::Frozen))
-      return error;
-  }
-  return Error::success();
+  return addFrozenParams(root, *module);
 }
 
 Error DeepSpeedReader::addAliases() {

@@ -71,12 +71,6 @@ Error Retargeter::checkTarget() const {
   if (checkpoint.getAutoEpSize() || options.autoEpSize)
     if (Error error = checkExpertParallel())
       return error;
-  // Frozen parameters and buffers have no split rules in
-  // universal_checkpoint_info.
-  if (changesTpMaps() && hasFrozenParams(checkpoint))
-    return makeError(checkpoint.getFolder() +
-                     ": frozen parameters (frozen_param_fragments) at a "
-                     "new TP degree are not supported");
   PickleCursor root(checkpoint.getModelFiles().front()->getDocument());
   std::optional<PickleCursor> buffers = root.find("buffer_names");
   if (changesTpMaps() && buffers && buffers->is(PickleValue::List) &&
@@ -333,7 +327,7 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
       pieces.push_back(zeros);
       break;
     case NewStorage::Frozen:
-      buildFrozenShard(storage, d, buffer);
+      buildFrozenShard(storage, buffer);
       pieces.push_back({buffer.data(), buffer.size()});
       break;
     case NewStorage::Empty:

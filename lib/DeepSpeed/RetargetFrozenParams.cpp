@@ -46,7 +46,7 @@ bool ucp::hasFrozenParams(const DeepSpeedCheckpoint &checkpoint) {
 static int getFrozenForm(int stage) { return std::max(stage, 1); }
 
 bool Retargeter::rewritesFrozenParams() const {
-  return isZero3Source() || isZero3Target() ||
+  return isZero3Source() || isZero3Target() || changesTpMaps() ||
          getFrozenForm(checkpoint.getZeroStage()) != getFrozenForm(stage);
 }
 
@@ -56,6 +56,40 @@ Retargeter::FrozenSlots Retargeter::getFrozenSlots(int64_t elements,
     return {elements, elements};
   int64_t slots = (elements + options.dp - 1) / options.dp;
   return {slots, std::clamp<int64_t>(elements - d * slots, 0, slots)};
+}
+
+Expected<ParamMap>
+Retargeter::getFrozenTargetTpMap(const CheckpointTensor &frozen) const {
+  if (!changesTpMaps())
+    return *checkpoint.getFrozenTpMap(frozen.name);
+  for (const ParamMap &map : options.targetMaps)
+    if (map.name == frozen.name) {
+      if (map.logicalShape != frozen.map.logicalShape)
+        return makeError("--target-map: frozen parameter '" + frozen.name +
+                         "' is mapped as " + formatList(map.logicalShape) +
+                         ", and the checkpoint's is " +
+                         formatList(frozen.map.logicalShape));
+      return map;
+    }
+  if (!options.targetMaps.empty())
+    return makeError("--target-map: no map of frozen parameter '" +
+                     frozen.name + "'");
+  // Recorded where the checkpoint was retargeted from this degree.
+  if (const std::optional<LegacyCategories> &recorded =
+          checkpoint.getCategories()) {
+    auto atTarget = recorded->mapsAtDegree.find(tp);
+    if (atTarget != recorded->mapsAtDegree.end())
+      if (auto map = atTarget->second.find(frozen.name);
+          map != atTarget->second.end())
+        return map->second;
+  }
+  if (tp == 1) // Every tensor is whole.
+    return getWholeTensorMap(frozen.name, frozen.map.logicalShape);
+  return makeError("frozen parameter '" + frozen.name + "': no split rule "
+                   "gives it at TP " + std::to_string(tp) +
+                   " (universal_checkpoint_info's rules are for "
+                   "trainable parameters): give the target's maps with "
+                   "--target-map");
 }
 
 Error Retargeter::planFrozenParams() {
@@ -71,15 +105,30 @@ Error Retargeter::planFrozenParams() {
     if (tensors[i].role != CheckpointTensor::Role::Frozen)
       continue;
     const CheckpointTensor &frozen = tensors[i];
-    int64_t elements = *getNumElements(frozen.map.logicalShape);
-    Expected<ParamMap> target = [&]() -> Expected<ParamMap> {
-      if (!isZero3Target())
-        return getWholeTensorMap(frozen.name, frozen.map.logicalShape);
+    // The target's TP map, each TP shard whole or in ZeRO-3's slots.
+    Expected<ParamMap> tpMap = getFrozenTargetTpMap(frozen);
+    if (!tpMap)
+      return tpMap.takeError();
+    std::vector<Extents> &shapes = frozenShapes.emplace_back();
+    std::vector<ParamMap> inner;
+    for (int64_t t = 0; t < tp; ++t) {
+      auto shard = llvm::find_if(tpMap->shards,
+                                 [&](const Shard &s) { return s.rank == t; });
+      if (shard == tpMap->shards.end())
+        return makeError("frozen parameter '" + frozen.name + "': TP rank " +
+                         std::to_string(t) + " would hold nothing");
+      shapes.push_back(shard->shape);
+      int64_t elements = *getNumElements(shard->shape);
       std::vector<int64_t> sizes;
-      for (int64_t d = 0; d < options.dp; ++d)
+      for (int64_t d = 0; d < (isZero3Target() ? options.dp : 1); ++d)
         sizes.push_back(getFrozenSlots(elements, d).kept);
-      return buildFlatRangeLayout(frozen.name, frozen.map.logicalShape, sizes);
-    }();
+      Expected<ParamMap> cut =
+          buildFlatRangeLayout(frozen.name, shard->shape, sizes);
+      if (!cut)
+        return cut.takeError();
+      inner.push_back(std::move(*cut));
+    }
+    Expected<ParamMap> target = nestShardMaps(*tpMap, inner);
     if (!target)
       return target.takeError();
     Expected<TransferPrograms> planned =
@@ -94,16 +143,16 @@ Error Retargeter::planFrozenParams() {
 
 Error Retargeter::replaceFrozenParams(
     const PickleCursor &root, const PickleCursor &module, int64_t d,
-    int64_t &nextKey, PickleBuilder &b,
+    int64_t t, int64_t &nextKey, PickleBuilder &b,
     llvm::DenseMap<PickleRef, PickleRef> &replaced,
     std::vector<NewStorage> &storages) const {
   if (!rewritesFrozenParams())
     return Error::success();
   const PickleDocument &from = root.getDocument();
   std::vector<std::pair<PickleRef, PickleRef>> shapes, fragments;
-  for (size_t index : frozenTensors) {
+  for (auto [f, index] : llvm::enumerate(frozenTensors)) {
     const CheckpointTensor &frozen = checkpoint.getTensors()[index];
-    const Extents &shape = frozen.map.logicalShape;
+    const Extents &shape = frozenShapes[f][t];
     Expected<PickleCursor> weight = module.at(frozen.name);
     if (!weight)
       return weight.takeError();
@@ -113,12 +162,14 @@ Error Retargeter::replaceFrozenParams(
     DType type = frozen.states.front().second;
     FrozenSlots slots = getFrozenSlots(*getNumElements(shape), d);
     PickleRef fragment;
-    if (isZero3Target() || isZero3Source()) {
-      // New bytes: ZeRO-3's slots, or the whole tensor from them.
+    if (isZero3Target() || isZero3Source() || changesTpMaps()) {
+      // New bytes: ZeRO-3's slots, or the whole TP shard.
       std::string key = std::to_string(nextKey++);
       PickleRef storage = b.storage(key, type, slots.elements);
-      storages.push_back({NewStorage::Frozen, key, type, index, 0,
-                          slots.elements, slots.kept});
+      NewStorage filled{NewStorage::Frozen, key, type, index, 0,
+                        slots.elements, slots.kept};
+      filled.rank = isZero3Target() ? d * tp + t : t;
+      storages.push_back(filled);
       fragment = isZero3Target()
                      ? b.tensor(storage, 0, {slots.elements}, {1}, requiresGrad)
                      : b.tensor(storage, 0, shape, getRowMajorStrides(shape),
@@ -147,7 +198,7 @@ Error Retargeter::replaceFrozenParams(
   return Error::success();
 }
 
-void Retargeter::buildFrozenShard(const NewStorage &storage, int64_t d,
+void Retargeter::buildFrozenShard(const NewStorage &storage,
                                   std::vector<char> &out) const {
   const CheckpointTensor &frozen = checkpoint.getTensors()[storage.group];
   int64_t size = getElementSize(storage.type);
@@ -158,6 +209,6 @@ void Retargeter::buildFrozenShard(const NewStorage &storage, int64_t d,
   CpuExecutor cpu(/*threads=*/1);
   // The CPU executor does not fail.
   llvm::cantFail(runIntoTargetAs(
-      run, isZero3Target() ? d : 0, storage.kept, storage.type, out.data(),
-      cpu, checkpoint.getReleaser(storage.group, TensorState::Weight)));
+      run, storage.rank, storage.kept, storage.type, out.data(), cpu,
+      checkpoint.getReleaser(storage.group, TensorState::Weight)));
 }

@@ -122,7 +122,7 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
                                              replaced, file.storages))
         return inSource(std::move(error));
   if (!module->is(PickleValue::None))
-    if (Error error = replaceFrozenParams(root, *module, d, nextKey, b,
+    if (Error error = replaceFrozenParams(root, *module, d, t, nextKey, b,
                                           replaced, file.storages))
       return inSource(std::move(error));
   // At ZeRO stage 0 (BF16_Optimizer) the model states hold the optimizer

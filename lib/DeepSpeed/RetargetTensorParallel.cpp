@@ -99,6 +99,10 @@ Error Retargeter::takeTargetMaps() {
       return error;
     byName.erase(found);
   }
+  // Frozen parameters' maps are taken by planFrozenParams.
+  for (const CheckpointTensor &tensor : checkpoint.getTensors())
+    if (tensor.role == CheckpointTensor::Role::Frozen)
+      byName.erase(tensor.name);
   if (!byName.empty())
     return makeError("--target-map: parameter '" +
                      byName.begin()->first().str() +
@@ -120,9 +124,48 @@ static llvm::json::Value getMapDocument(llvm::ArrayRef<ParamMap> maps) {
 }
 
 std::optional<PickleRef> Retargeter::buildAffineMap(PickleBuilder &b) const {
-  if (options.targetMaps.empty())
+  if (!options.targetMaps.empty())
+    return b.json(getMapDocument(options.targetMaps));
+  // Back at a degree whose run carried an affine_map, the recorded maps
+  // that were it.
+  const std::optional<LegacyCategories> &recorded = checkpoint.getCategories();
+  if (!changesTp() || !recorded)
     return std::nullopt;
-  return b.json(getMapDocument(options.targetMaps));
+  auto names = recorded->affineAtDegree.find(tp);
+  auto maps = recorded->mapsAtDegree.find(tp);
+  if (names == recorded->affineAtDegree.end() ||
+      maps == recorded->mapsAtDegree.end())
+    return std::nullopt;
+  std::vector<ParamMap> affine;
+  for (const auto &[name, map] : maps->second)
+    if (names->second.count(name))
+      affine.push_back(map);
+  if (affine.empty())
+    return std::nullopt;
+  return b.json(getMapDocument(affine));
+}
+
+std::optional<PickleRef>
+Retargeter::buildRecordedAffineNames(PickleBuilder &b) const {
+  std::map<int64_t, std::set<std::string>> degrees;
+  const std::optional<LegacyCategories> &recorded = checkpoint.getCategories();
+  if (recorded) {
+    for (const auto &[degree, names] : recorded->affineAtDegree)
+      if (degree != tp && degree != sourceTp)
+        degrees[degree] = names;
+    // Recorded at the source's degree below: its affine_map's names.
+    if (tp == 1 && sourceTp > 1)
+      for (const auto &[name, map] : recorded->affineMaps)
+        degrees[sourceTp].insert(name);
+  }
+  if (degrees.empty())
+    return std::nullopt;
+  llvm::json::Object record;
+  for (const auto &[degree, names] : degrees)
+    record[std::to_string(degree)] =
+        llvm::json::Array(std::vector<llvm::json::Value>(names.begin(),
+                                                         names.end()));
+  return b.json(llvm::json::Value(std::move(record)));
 }
 
 std::optional<PickleRef>
@@ -137,10 +180,14 @@ Retargeter::buildRecordedMaps(PickleBuilder &b) const {
   // At TP 1 every tensor is whole: nothing else would say where the
   // source's shards were. At another degree the shards say it themselves,
   // and a run there saves no record.
-  if (tp == 1 && sourceTp > 1)
+  if (tp == 1 && sourceTp > 1) {
     for (const DeepSpeedParam &param : checkpoint.getParams())
       if (param.tpMap.worldSize == sourceTp)
         degrees[sourceTp].push_back(param.tpMap);
+    for (const CheckpointTensor &tensor : checkpoint.getTensors())
+      if (const ParamMap *map = checkpoint.getFrozenTpMap(tensor.name))
+        degrees[sourceTp].push_back(*map);
+  }
   if (degrees.empty())
     return std::nullopt;
   llvm::json::Object record;
@@ -327,7 +374,7 @@ void Retargeter::replaceTensorParallel(
   std::vector<std::pair<PickleRef, PickleRef>> items;
   for (size_t i = 0; i + 1 < old.size(); i += 2) {
     llvm::StringRef key = from.get(old[i]).text;
-    if (key == "affine_map" || key == "ucp_tp_maps")
+    if (key == "affine_map" || key == "ucp_tp_maps" || key == "ucp_tp_affine")
       continue;
     PickleRef value = b.copy(from, old[i + 1], replaced);
     if (key == "sub_param_shard_widths") {
@@ -342,5 +389,7 @@ void Retargeter::replaceTensorParallel(
     items.push_back({b.string("affine_map"), *map});
   if (std::optional<PickleRef> record = buildRecordedMaps(b))
     items.push_back({b.string("ucp_tp_maps"), *record});
+  if (std::optional<PickleRef> names = buildRecordedAffineNames(b))
+    items.push_back({b.string("ucp_tp_affine"), *names});
   replaced[info->getRef()] = b.dict(items, info->get().module == "collections");
 }

@@ -86,9 +86,9 @@ private:
       MasterWeights,
       /// No elements (ZeRO-3's placeholders for the weights).
       Empty,
-      /// A frozen parameter's shard (buildFrozenShard): `group` is its
-      /// index in the checkpoint's tensors; its first `kept` elements,
-      /// then zeros.
+      /// A frozen parameter's shard on target grid rank `rank`
+      /// (buildFrozenShard): `group` is its index in the checkpoint's
+      /// tensors; its first `kept` elements, then zeros.
       Frozen,
     };
     Fill fill;
@@ -96,6 +96,7 @@ private:
     DType type = DType::F32;
     size_t group = 0, state = 0;
     int64_t elements = 0, kept = 0;
+    int64_t rank = 0;
   };
   /// A target file's document and the storages to fill.
   struct TargetFile {
@@ -141,16 +142,22 @@ private:
     int64_t elements, kept;
   };
   FrozenSlots getFrozenSlots(int64_t elements, int64_t d) const;
+  /// Frozen parameter `frozen`'s TP map at the target: the source's, one
+  /// given by --target-map or recorded at the target's degree
+  /// (ucp_tp_maps), or whole at TP 1.
+  llvm::Expected<ParamMap>
+  getFrozenTargetTpMap(const CheckpointTensor &frozen) const;
   /// Maps the frozen parameters' module tensors and records under `root`
-  /// (frozen_param_shapes, frozen_param_fragments) to DP rank d's form in
-  /// the target's stage, new storages from `nextKey` on.
+  /// (frozen_param_shapes, frozen_param_fragments) to grid rank (d, t)'s
+  /// form in the target's stage, new storages from `nextKey` on.
   llvm::Error
   replaceFrozenParams(const PickleCursor &root, const PickleCursor &module,
-                      int64_t d, int64_t &nextKey, PickleBuilder &b,
+                      int64_t d, int64_t t, int64_t &nextKey,
+                      PickleBuilder &b,
                       llvm::DenseMap<PickleRef, PickleRef> &replaced,
                       std::vector<NewStorage> &storages) const;
-  /// The bytes of `storage` (a Frozen one) in DP rank d's model states.
-  void buildFrozenShard(const NewStorage &storage, int64_t d,
+  /// The bytes of `storage` (a Frozen one).
+  void buildFrozenShard(const NewStorage &storage,
                         std::vector<char> &out) const;
 
   // Pipeline stages (RetargetPipeline.cpp).
@@ -248,9 +255,13 @@ private:
   /// is not the parameter's.
   llvm::Error takeMap(const DeepSpeedParam &param, const ParamMap &map,
                       const std::string &origin);
-  /// The target maps as universal_checkpoint_info's affine_map records
-  /// them, if they were given.
+  /// The target's affine_map: the maps --target-map gives, or back at a
+  /// degree whose run carried one, the recorded maps that were it
+  /// (ucp_tp_affine); none otherwise.
   std::optional<PickleRef> buildAffineMap(PickleBuilder &b) const;
+  /// ucp_tp_affine for the target: per recorded degree, the names of the
+  /// maps that were that run's affine_map.
+  std::optional<PickleRef> buildRecordedAffineNames(PickleBuilder &b) const;
   /// ucp_tp_maps for the target: the TP maps the source records at other
   /// degrees than the target's, and at a target of TP 1 the source's own at
   /// its degree, as `{"DEGREE": map document}`.
@@ -401,6 +412,8 @@ private:
   /// checkpoint's tensors, and their programs.
   std::vector<size_t> frozenTensors;
   TransferPrograms frozenPrograms;
+  /// Per planned frozen parameter, its shard shape on each target TP rank.
+  std::vector<std::vector<Extents>> frozenShapes;
   /// planLayerFiles's: per layer, its parameters and their keys, in the
   /// file's order.
   std::map<int64_t, std::vector<size_t>> layerParams;

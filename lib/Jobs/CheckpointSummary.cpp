@@ -96,11 +96,15 @@ static void summarizeTensors(const CheckpointSource &source,
       entry.states.emplace_back(getStateName(state).str(),
                                 getDTypeName(type).str());
     entry.layout = describeSplit(tensor.map, "ranks");
-    // ZeRO-3 keeps a frozen parameter as fragments over the DP ranks.
-    if (deepSpeed && tensor.role == CheckpointTensor::Role::Frozen &&
-        tensor.map.worldSize > 1)
-      entry.layout = "whole, ZeRO-3 fragments over DP " +
-                     std::to_string(tensor.map.worldSize);
+    // A frozen parameter: its TP split, then ZeRO-3's fragments.
+    if (const ParamMap *tpMap =
+            deepSpeed ? deepSpeed->getFrozenTpMap(tensor.name) : nullptr) {
+      entry.layout = tpMap->worldSize > 1 ? describeSplit(*tpMap, "TP")
+                                          : "whole";
+      if (tensor.map.worldSize > tpMap->worldSize)
+        entry.layout += ", ZeRO-3 fragments over DP " +
+                        std::to_string(tensor.map.worldSize / tpMap->worldSize);
+    }
   }
   if (!deepSpeed || deepSpeed->isUniversal())
     return;
@@ -202,16 +206,18 @@ static void summarizeDeepSpeed(const DeepSpeedCheckpoint &checkpoint,
     summary.applies.push_back(checkpoint.isPipeline()
                                   ? "ds-retarget --dp, --zero-stage 1|2"
                                   : "ds-retarget --dp, --zero-stage 1|2|3");
-    if (rules && !frozen && !checkpoint.isPipeline())
-      summary.applies.push_back("ds-retarget --tp");
+    if (rules && !checkpoint.isPipeline())
+      summary.applies.push_back(
+          frozen ? "ds-retarget --tp (frozen parameters: to TP 1, to a "
+                   "degree recorded, or with --target-map)"
+                 : "ds-retarget --tp");
     else
       summary.refused.push_back(
           std::string("ds-retarget --tp: ") +
           (checkpoint.isPipeline()
                ? "a pipeline with tensor parallelism is not written"
-           : !rules ? "the model states carry no universal_checkpoint_info "
-                      "(give the target's maps with --target-map)"
-                    : "frozen parameters"));
+               : "the model states carry no universal_checkpoint_info "
+                 "(give the target's maps with --target-map)"));
     if (checkpoint.isPipeline())
       summary.applies.push_back("ds-retarget --pp");
     if (checkpoint.getAutoEpSize())

@@ -40,6 +40,7 @@
 
 #include <array>
 #include <deque>
+#include <map>
 #include <optional>
 
 namespace ucp {
@@ -258,6 +259,12 @@ public:
   std::string getShardFile(size_t index, TensorState state,
                            int64_t rank) const override;
 
+  /// The TP map of frozen parameter `name` (its TP shards, each whole),
+  /// if the checkpoint holds it.
+  const ParamMap *getFrozenTpMap(llvm::StringRef name) const {
+    auto found = frozenTpMaps.find(name.str());
+    return found == frozenTpMaps.end() ? nullptr : &found->second;
+  }
   /// The categories of universal_checkpoint_info, if the model states
   /// carry it.
   const std::optional<LegacyCategories> &getCategories() const {
@@ -363,6 +370,8 @@ private:
   };
   /// Per tensor after the parameters, per rank of its map.
   std::vector<std::vector<SavedShard>> savedShards;
+  /// The frozen parameters' TP maps, by name.
+  std::map<std::string, ParamMap> frozenTpMaps;
   std::deque<std::string> savedCopies;
   std::vector<std::pair<std::string, std::string>> aliases;
   std::string incomplete;

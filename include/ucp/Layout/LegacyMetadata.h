@@ -23,6 +23,7 @@
 #include "llvm/Support/Error.h"
 
 #include <map>
+#include <set>
 
 namespace ucp {
 
@@ -63,6 +64,10 @@ struct LegacyCategories {
   /// those degrees takes them: they are where the parameter's shards were,
   /// which the rules may not say without num_kv_heads.
   std::map<int64_t, std::map<std::string, ParamMap>> mapsAtDegree;
+  /// ucp_tp_affine: by TP degree, the recorded maps that were that run's
+  /// affine_map (its shards say nothing a rule would): a retarget back to
+  /// the degree writes them as its affine_map again.
+  std::map<int64_t, std::set<std::string>> affineAtDegree;
 };
 
 /// AutoTP's per-parameter restore metadata (spec §4.2).

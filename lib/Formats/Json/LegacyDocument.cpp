@@ -81,6 +81,7 @@ constexpr StringRef kInfoKeys[] = {
     "num_kv_heads",
     "tp_grain_size",
     "ucp_tp_maps",
+    "ucp_tp_affine",
 };
 
 /// Refuses what the info holds that the lowering cannot honour and must not
@@ -93,6 +94,34 @@ Error checkUnsupportedInfo(const json::Object &info, const JsonPath &path) {
           "expert-parallel (AutoEP) metadata is not lowered by "
           "--import-legacy; its expert tensors would be split as plain TP "
           "weights");
+  return Error::success();
+}
+
+/// Reads ucp_tp_affine, {"DEGREE": [name, ...], ...}: the names of the
+/// maps recorded at DEGREE that were that run's affine_map.
+Error readAffineNames(const json::Value &value, const JsonPath &path,
+                      LegacyCategories &categories) {
+  const json::Object *degrees = value.getAsObject();
+  if (!degrees)
+    return path.error("expected an object of name lists by TP degree, got " +
+                      getKindName(value));
+  for (const auto &[key, names] : *degrees) {
+    JsonPath at = path.field(key);
+    int64_t degree = 0;
+    if (StringRef(key).getAsInteger(10, degree) || degree < 2)
+      return at.error("expected a TP degree of at least 2 as the key");
+    const json::Array *list = names.getAsArray();
+    if (!list)
+      return at.error("expected a list of parameter names, got " +
+                      getKindName(names));
+    for (auto [i, name] : llvm::enumerate(*list)) {
+      std::optional<StringRef> text = name.getAsString();
+      if (!text)
+        return at.index(i).error("expected a parameter name, got " +
+                                 getKindName(name));
+      categories.affineAtDegree[degree].insert(text->str());
+    }
+  }
   return Error::success();
 }
 
@@ -241,6 +270,10 @@ Error readCategories(const json::Object &info, const JsonPath &path,
   if (const json::Value *recorded = info.get("ucp_tp_maps"))
     if (Error error = readMapsAtDegree(*recorded, path.field("ucp_tp_maps"),
                                        categories))
+      return error;
+  if (const json::Value *recorded = info.get("ucp_tp_affine"))
+    if (Error error = readAffineNames(*recorded, path.field("ucp_tp_affine"),
+                                      categories))
       return error;
   if (const json::Value *version = info.get("universal_checkpoint_version"))
     if (!version->getAsNumber())

@@ -17,7 +17,9 @@
 //      "sub_param_shard_widths": {"name or pattern": [[...], ...]},
 //      "autotp_unsupported_parameter_patterns": {"pattern": "reason"},
 //      "num_kv_heads": K, "tp_grain_size": G,
-//      "ucp_tp_maps": {"DEGREE": map document, ...}},  // affine-run's record
+//      "ucp_tp_maps": {"DEGREE": map document, ...},  // affine-run's record
+//      "ucp_tp_affine": {"DEGREE": [name, ...]}},     // (of the maps that
+//                                                   // were affine_map)
 //    "params": {"name": {"shape": [...],
 //                        // optional AutoTP restore metadata (spec §4.2):
 //                        "replicated": b, "partition_dim": d,
