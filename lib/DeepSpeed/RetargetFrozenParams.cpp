@@ -1,4 +1,4 @@
-//===- RetargetFrozenParams.cpp - Frozen parameters at another stage ------===//
+//===- RetargetFrozenParams.cpp - Frozen parameters in the target --------===//
 //
 // A frozen parameter (requires_grad=False) has no optimizer state; the
 // model states keep it, in one of three forms: ZeRO-1 whole in the module
@@ -6,12 +6,12 @@
 // in the module and in frozen_param_fragments (one storage); ZeRO-3 an
 // empty placeholder in the module and, in each DP rank's
 // frozen_param_fragments, that rank's ceil(numel / dp) elements of the
-// flattened tensor, zero-padded at the end. Where the forms differ, or
-// ZeRO-3's DP degree, the records are rebuilt from the checkpoint's frozen
-// tensors; where new bytes are needed, each frozen parameter is planned
-// from its map in the source (whole, or ZeRO-3's fragments) to its map in
-// the target, and each target rank's shard is run from the source bytes,
-// as any parameter's.
+// flattened tensor, zero-padded at the end; with TP, each TP rank its
+// shard so. Where the forms differ, or ZeRO-3's DP degree, or the TP maps,
+// the records are rebuilt from the checkpoint's frozen tensors; where new
+// bytes are needed, each frozen parameter is planned from its map in the
+// source to its map in the target, and each target rank's shard is run
+// from the source bytes, as any parameter's.
 //
 //===----------------------------------------------------------------------===//
 
@@ -60,8 +60,12 @@ Retargeter::FrozenSlots Retargeter::getFrozenSlots(int64_t elements,
 
 Expected<ParamMap>
 Retargeter::getFrozenTargetTpMap(const CheckpointTensor &frozen) const {
-  if (!changesTpMaps())
-    return *checkpoint.getFrozenTpMap(frozen.name);
+  if (!changesTpMaps()) {
+    if (const ParamMap *map = checkpoint.getFrozenTpMap(frozen.name))
+      return *map;
+    return makeError("frozen parameter '" + frozen.name +
+                     "': the checkpoint records no TP map of it");
+  }
   for (const ParamMap &map : options.targetMaps)
     if (map.name == frozen.name) {
       if (map.logicalShape != frozen.map.logicalShape)

@@ -11,7 +11,9 @@
 // from the memory-mapped source fragments (Retarget.cpp). The source may
 // be a Universal checkpoint read as one DP rank of whole tensors. An AutoEP
 // checkpoint's expert group is partitioned over EP x EDP ranks instead of
-// TP x DP (RetargetExpertParallel.cpp). A pipeline's groups are per stage:
+// TP x DP (RetargetExpertParallel.cpp). Frozen parameters, which only the
+// model states keep, take the target stage's form
+// (RetargetFrozenParams.cpp). A pipeline's groups are per stage:
 // each target stage's parameters, its model-parallel ranks `stage * tp +
 // t`, and its layer files copied (RetargetPipeline.cpp).
 //
