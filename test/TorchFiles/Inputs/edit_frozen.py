@@ -5,7 +5,9 @@ Usage: edit_frozen.py EDIT NAME FILE...
 
 EDIT is one of
   truncate  NAME's fragment one element short;
-  double    NAME's fragment in float64.
+  double    NAME's fragment in float64;
+  drop      NAME's fragment left out;
+  huge      NAME's shape beyond 2^63 elements.
 """
 import sys
 
@@ -20,6 +22,10 @@ def main(edit, name, *paths):
             fragments[name] = fragments[name][:-1].clone()
         elif edit == "double":
             fragments[name] = fragments[name].double()
+        elif edit == "drop":
+            del fragments[name]
+        elif edit == "huge":
+            states["frozen_param_shapes"][name] = torch.Size([2**40, 2**40])
         else:
             raise SystemExit(f"unknown edit {edit}")
         torch.save(states, path)
