@@ -15,13 +15,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
-#include "ucp/Layout/NestedLayout.h"
+#include "ucp/DeepSpeed/ZeroFlattening.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
 
 #include "llvm/ADT/StringSet.h"
 
-#include <algorithm>
 
 using namespace ucp;
 using llvm::Error;
@@ -178,27 +177,17 @@ Error DeepSpeedReader::addFrozenParam(llvm::StringRef name, FrozenForm form) {
                      name + "': " + llvm::toString(tpMap.takeError()));
   // Each TP shard whole, or in ZeRO-3's slots over the DP ranks: grid
   // rank d * tp + t.
-  std::vector<ParamMap> inner;
-  std::vector<int64_t> slots;
-  for (int64_t t = 0; t < tp; ++t) {
-    int64_t elements = *getNumElements(shapes[t]);
-    slots.push_back((elements + dp - 1) / dp);
-    std::vector<int64_t> sizes;
-    for (int64_t d = 0; d < dp; ++d)
-      sizes.push_back(std::clamp<int64_t>(elements - d * slots[t], 0, slots[t]));
-    Expected<ParamMap> cut = buildFlatRangeLayout(name, shapes[t], sizes);
-    if (!cut)
-      return cut.takeError();
-    inner.push_back(std::move(*cut));
-  }
-  Expected<ParamMap> map = nestShardMaps(*tpMap, inner);
+  Expected<ParamMap> map = nestZero3Slots(*tpMap, dp);
   if (!map)
     return map.takeError();
   std::vector<DeepSpeedCheckpoint::SavedShard> shards;
   std::optional<DType> type;
   for (int64_t r = 0; r < dp * tp; ++r) {
-    Expected<DeepSpeedCheckpoint::SavedShard> shard = getFrozenShard(
-        *files[r], name, form, shapes[r % tp], slots[r % tp], type);
+    const Extents &shape = shapes[r % tp];
+    int64_t slots =
+        layOutZeroGroup({*getNumElements(shape)}, dp, /*stage=*/3).partition;
+    Expected<DeepSpeedCheckpoint::SavedShard> shard =
+        getFrozenShard(*files[r], name, form, shape, slots, type);
     if (!shard)
       return shard.takeError();
     shards.push_back(*shard);

@@ -19,12 +19,10 @@
 
 #include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Engine/ProgramDriver.h"
-#include "ucp/Layout/NestedLayout.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Plan/Planner.h"
 #include "ucp/Support/Error.h"
 
-#include <algorithm>
 
 using namespace ucp;
 using llvm::Error;
@@ -54,8 +52,8 @@ Retargeter::FrozenSlots Retargeter::getFrozenSlots(int64_t elements,
                                                    int64_t d) const {
   if (!isZero3Target())
     return {elements, elements};
-  int64_t slots = (elements + options.dp - 1) / options.dp;
-  return {slots, std::clamp<int64_t>(elements - d * slots, 0, slots)};
+  ZeroGroupLayout layout = layOutZeroGroup({elements}, options.dp, stage);
+  return {layout.partition, layout.getSlice(0, d).count};
 }
 
 Expected<ParamMap>
@@ -109,30 +107,20 @@ Error Retargeter::planFrozenParams() {
     if (tensors[i].role != CheckpointTensor::Role::Frozen)
       continue;
     const CheckpointTensor &frozen = tensors[i];
-    // The target's TP map, each TP shard whole or in ZeRO-3's slots.
+    // The target's TP map, each TP shard whole or in ZeRO-3's slots (the
+    // shards' shapes kept for the records).
     Expected<ParamMap> tpMap = getFrozenTargetTpMap(frozen);
     if (!tpMap)
       return tpMap.takeError();
     std::vector<Extents> &shapes = frozenShapes.emplace_back();
-    std::vector<ParamMap> inner;
-    for (int64_t t = 0; t < tp; ++t) {
-      auto shard = llvm::find_if(tpMap->shards,
-                                 [&](const Shard &s) { return s.rank == t; });
-      if (shard == tpMap->shards.end())
-        return makeError("frozen parameter '" + frozen.name + "': TP rank " +
-                         std::to_string(t) + " would hold nothing");
-      shapes.push_back(shard->shape);
-      int64_t elements = *getNumElements(shard->shape);
-      std::vector<int64_t> sizes;
-      for (int64_t d = 0; d < (isZero3Target() ? options.dp : 1); ++d)
-        sizes.push_back(getFrozenSlots(elements, d).kept);
-      Expected<ParamMap> cut =
-          buildFlatRangeLayout(frozen.name, shard->shape, sizes);
-      if (!cut)
-        return cut.takeError();
-      inner.push_back(std::move(*cut));
-    }
-    Expected<ParamMap> target = nestShardMaps(*tpMap, inner);
+    for (int64_t t = 0; t < tp; ++t)
+      for (const Shard &shard : tpMap->shards)
+        if (shard.rank == t) {
+          shapes.push_back(shard.shape);
+          break;
+        }
+    Expected<ParamMap> target =
+        nestZero3Slots(*tpMap, isZero3Target() ? options.dp : 1);
     if (!target)
       return target.takeError();
     Expected<TransferPrograms> planned =

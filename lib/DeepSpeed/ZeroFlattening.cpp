@@ -1,6 +1,9 @@
 //===- ZeroFlattening.cpp - Where ZeRO puts a group's parameters ----------===//
 
 #include "ucp/DeepSpeed/ZeroFlattening.h"
+#include "ucp/Layout/NestedLayout.h"
+#include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/MathExtras.h"
 
@@ -49,4 +52,27 @@ FragmentSlice ZeroGroupLayout::getSlice(size_t param, int64_t rank) const {
   if (lo >= hi)
     return {0, 0};
   return {lo - begin, hi - lo};
+}
+
+llvm::Expected<ParamMap> ucp::nestZero3Slots(const ParamMap &tpMap,
+                                             int64_t dp) {
+  std::vector<ParamMap> inner;
+  for (int64_t t = 0; t < tpMap.worldSize; ++t) {
+    auto shard = llvm::find_if(tpMap.shards,
+                               [&](const Shard &s) { return s.rank == t; });
+    if (shard == tpMap.shards.end())
+      return makeError("parameter '" + tpMap.name + "': TP rank " +
+                       std::to_string(t) + " would hold nothing");
+    ZeroGroupLayout layout =
+        layOutZeroGroup({*getNumElements(shard->shape)}, dp, /*stage=*/3);
+    std::vector<int64_t> sizes;
+    for (int64_t d = 0; d < dp; ++d)
+      sizes.push_back(layout.getSlice(0, d).count);
+    llvm::Expected<ParamMap> cut =
+        buildFlatRangeLayout(tpMap.name, shard->shape, sizes);
+    if (!cut)
+      return cut.takeError();
+    inner.push_back(std::move(*cut));
+  }
+  return nestShardMaps(tpMap, inner);
 }

@@ -52,6 +52,12 @@ struct ZeroGroupLayout {
 ZeroGroupLayout layOutZeroGroup(llvm::ArrayRef<int64_t> elements, int64_t dp,
                                 int stage);
 
+/// The map of a tensor each of whose TP shards (those of `tpMap`) ZeRO-3
+/// partitions alone over `dp` ranks, as layOutZeroGroup places one
+/// parameter (at `dp` 1, each shard whole): grid rank d * tp + t holds TP
+/// shard t's slots on DP rank d. A frozen parameter's layout.
+llvm::Expected<ParamMap> nestZero3Slots(const ParamMap &tpMap, int64_t dp);
+
 } // namespace ucp
 
 #endif // UCP_DEEPSPEED_ZEROFLATTENING_H

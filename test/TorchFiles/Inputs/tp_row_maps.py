@@ -8,18 +8,14 @@ Usage: tp_row_maps.py OUT.json MODEL_STATES TP [LEFT_OUT]
 LEFT_OUT names a tensor to leave without a map.
 """
 import json
+import os
 import re
 import sys
 
 import torch
 
-
-def row_major(shape):
-    strides, step = [], 1
-    for extent in reversed(shape):
-        strides.insert(0, step)
-        step *= extent
-    return strides
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from retarget_target_map import row_major  # noqa: E402
 
 
 def main(out, model_states, tp, left_out=None):
