@@ -11,6 +11,8 @@
 #include "Retargeter.h"
 #include "ucp/Element/FloatBits.h"
 #include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Engine/GroupOutputs.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Engine/ProgramDriver.h"
 #include "ucp/Layout/NestedLayout.h"
 #include "ucp/Map/Indexing.h"
@@ -378,44 +380,104 @@ void ucp::replacePath(const PickleCursor &root,
     replaced[old->getRef()] = value;
 }
 
+/// The bytes of the files `files` on disk (what balances the processes'
+/// work, so a file that cannot be measured counts nothing).
+static int64_t getFileBytes(llvm::ArrayRef<std::string> files) {
+  int64_t total = 0;
+  for (const std::string &file : files) {
+    uint64_t size = 0;
+    if (!llvm::sys::fs::file_size(file, size))
+      total += size;
+  }
+  return total;
+}
+
+GroupFingerprint Retargeter::divideOutputs() {
+  std::vector<std::string> models, layers, experts;
+  for (const std::unique_ptr<TorchFile> &file : checkpoint.getModelFiles())
+    models.push_back(file->getPath().str());
+  for (const std::unique_ptr<TorchFile> &file : checkpoint.getLayerFiles())
+    layers.push_back(file->getPath().str());
+  for (const std::vector<std::string> &layer : checkpoint.getExpertFiles())
+    experts.insert(experts.end(), layer.begin(), layer.end());
+  int64_t modelBytes = getFileBytes(models);
+  int64_t layerBytes = getFileBytes(layers);
+  int64_t expertBytes = getFileBytes(experts);
+  int64_t otherBytes = getFileBytes(checkpoint.getFiles()) - modelBytes -
+                       layerBytes - expertBytes;
+  // The target's files as the source's, spread over the target's count.
+  int64_t mp = getModelParallelDegree();
+  int64_t modelFiles = isZero3Target() ? mp * options.dp : mp;
+  for (int64_t m = 0; m < mp; ++m)
+    for (int64_t d = 0; d < (isZero3Target() ? options.dp : 1); ++d)
+      modelOutputs[{d, m}] = share.add(
+          "model states " + std::to_string(d) + "," + std::to_string(m),
+          modelBytes / modelFiles);
+  for (int64_t d = 0; d < options.dp; ++d)
+    for (int64_t m = 0; m < mp; ++m)
+      tensorOutputs[{d, m}] = share.add(
+          "optimizer states " + std::to_string(d) + "," + std::to_string(m),
+          otherBytes / (mp * options.dp));
+  layerOutput = share.add("layer files", layerBytes);
+  expertOutput = share.add("expert files", expertBytes);
+  share.divide(options.group);
+  GroupFingerprint plan;
+  plan.addValue("the job", checkpoint.isUniversal() ? "universal-to-ds"
+                                                    : "ds-retarget");
+  addInputFiles(plan, checkpoint.getFiles());
+  for (const DeepSpeedParam &param : checkpoint.getParams())
+    plan.addMap("the map of '" + param.name + "'", param.map);
+  share.addTo(plan);
+  return plan;
+}
+
 Error Retargeter::write(llvm::StringRef folder) {
   // One file at a time, each partition's parameters in parallel: memory
   // holds one target partition.
   llvm::parallel::strategy = llvm::hardware_concurrency(options.threads);
   // Model states per model-parallel rank, or per grid rank for ZeRO-3;
   // optimizer states per grid rank; a pipeline's layer files; ZeRO-1/2's
-  // per-expert files.
+  // per-expert files. Only those of this process.
   size_t experts = 0;
   if (!isZero3Target())
     for (const AutoEpLayer &layer : checkpoint.getAutoEpLayers())
       experts += layer.numExperts;
-  int64_t mp = getModelParallelDegree();
   size_t layerFiles = getLayerFileCount();
-  size_t total = (isZero3Target() ? mp * options.dp : mp) + mp * options.dp +
-                 experts + layerFiles;
+  size_t total = 0;
+  for (const auto *outputs : {&modelOutputs, &tensorOutputs})
+    for (const auto &[rank, output] : *outputs)
+      total += share.isMine(output);
+  total += (layerFiles && share.isMine(layerOutput) ? layerFiles : 0) +
+           (experts && share.isMine(expertOutput) ? experts : 0);
   auto report = [&] {
+    if (options.group)
+      options.group->markOutputWritten();
     return reportProgress(options.progress, filesWritten, total, bytesWritten);
   };
-  for (int64_t m = 0; m < mp; ++m) {
-    if (Error error = writeModelStates(m, folder))
-      return error;
-    if (Error error = report())
-      return error;
-  }
-  for (int64_t d = 0; d < options.dp; ++d)
-    for (int64_t m = 0; m < mp; ++m) {
-      if (Error error = writeTensorStates(d, m, folder))
+  for (int64_t m = 0; m < getModelParallelDegree(); ++m)
+    for (int64_t d = 0; d < (isZero3Target() ? options.dp : 1); ++d) {
+      if (!share.isMine(modelOutputs[{d, m}]))
+        continue;
+      if (Error error = writeModelStates(d, m, folder))
         return error;
       if (Error error = report())
         return error;
     }
-  if (layerFiles) {
+  for (const auto &[rank, output] : tensorOutputs) {
+    if (!share.isMine(output))
+      continue;
+    if (Error error = writeTensorStates(rank.first, rank.second, folder))
+      return error;
+    if (Error error = report())
+      return error;
+  }
+  if (layerFiles && share.isMine(layerOutput)) {
     if (Error error = writeLayerFiles(folder))
       return error;
     if (Error error = report())
       return error;
   }
-  if (experts) {
+  if (experts && share.isMine(expertOutput)) {
     if (Error error = writeExpertFiles(folder))
       return error;
     if (Error error = report())
@@ -431,22 +493,39 @@ ucp::retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
   auto start = std::chrono::steady_clock::now();
   Expected<llvm::StringRef> folder =
       getCheckpointFolder(output, "latest", checkpoint.getFolder());
-  if (!folder)
-    return folder.takeError();
   Retargeter retargeter(checkpoint, options);
-  if (Error error = retargeter.plan())
-    return std::move(error);
+  // Every process plans; should one fail alone, all stop.
+  Error planned = folder ? retargeter.plan() : folder.takeError();
+  if (options.group)
+    planned = options.group->agree(std::move(planned));
+  if (planned)
+    return std::move(planned);
+  GroupFingerprint plan = retargeter.divideOutputs();
   // DeepSpeed's load_checkpoint finds the tag through latest.
-  Expected<std::string> pointerNote = writeCheckpointFolder(
-      *folder, "latest", checkpoint.getFolder(),
+  std::string pointerNote;
+  Error written = writeFolderTogether(
+      options.group, *folder, plan,
+      [&](llvm::function_ref<Error(llvm::StringRef)> write) -> Error {
+        Expected<std::string> note = writeCheckpointFolder(
+            *folder, "latest", checkpoint.getFolder(), write,
+            options.syncOutputs);
+        if (!note)
+          return note.takeError();
+        pointerNote = std::move(*note);
+        return Error::success();
+      },
       [&](llvm::StringRef staged) { return retargeter.write(staged); },
       options.syncOutputs);
-  if (!pointerNote)
-    return pointerNote.takeError();
+  if (written)
+    return std::move(written);
+  std::vector<int64_t> totals = {int64_t(retargeter.getFilesWritten()),
+                                 retargeter.getBytesWritten()};
+  if (Error error = sumOverGroup(options.group, totals))
+    return std::move(error);
   RetargetStats stats;
-  stats.pointerNote = std::move(*pointerNote);
-  stats.files = retargeter.getFilesWritten();
-  stats.bytesWritten = retargeter.getBytesWritten();
+  stats.pointerNote = std::move(pointerNote);
+  stats.files = totals[0];
+  stats.bytesWritten = totals[1];
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

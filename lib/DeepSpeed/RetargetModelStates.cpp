@@ -169,23 +169,20 @@ Expected<Retargeter::TargetFile> Retargeter::buildModelStates(int64_t d,
   return file;
 }
 
-Error Retargeter::writeModelStates(int64_t t, llvm::StringRef folder) {
+Error Retargeter::writeModelStates(int64_t d, int64_t t,
+                                    llvm::StringRef folder) {
   const TorchFile &source = *checkpoint.getModelFiles()[getTemplateRank(t)];
   std::string tpRank = llvm::formatv("{0:d2}", t).str();
   // ZeRO-3: one file per DP rank (the same but for AutoEP's records of the
   // rank).
-  for (int64_t d = 0; d < (isZero3Target() ? options.dp : 1); ++d) {
-    Expected<TargetFile> built = buildModelStates(d, t);
-    if (!built)
-      return built.takeError();
-    llvm::SmallString<256> file(folder);
-    path::append(file, isZero3Target()
-                           ? "zero_pp_rank_" + std::to_string(d) + "_mp_rank_" +
-                                 tpRank + "_model_states.pt"
-                           : "mp_rank_" + tpRank + "_model_states.pt");
-    if (Error error = writeTargetFile(file, *built, source, d, t,
-                                      /*releaseSource=*/!isZero3Target()))
-      return error;
-  }
-  return Error::success();
+  Expected<TargetFile> built = buildModelStates(d, t);
+  if (!built)
+    return built.takeError();
+  llvm::SmallString<256> file(folder);
+  path::append(file, isZero3Target()
+                         ? "zero_pp_rank_" + std::to_string(d) + "_mp_rank_" +
+                               tpRank + "_model_states.pt"
+                         : "mp_rank_" + tpRank + "_model_states.pt");
+  return writeTargetFile(file, *built, source, d, t,
+                         /*releaseSource=*/!isZero3Target());
 }

@@ -25,6 +25,7 @@
 #include "ucp/DeepSpeed/Retarget.h"
 #include "ucp/DeepSpeed/ZeroFlattening.h"
 #include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Engine/GroupOutputs.h"
 #include "ucp/Formats/Torch/PickleCursor.h"
 #include "ucp/Formats/Torch/TorchFileWriter.h"
 
@@ -69,7 +70,10 @@ public:
 
   /// Checks the target and plans every copy; writes nothing.
   llvm::Error plan();
-  /// Writes every target file into `folder`.
+  /// Divides the target files among the processes of the options' group,
+  /// and returns what they must agree on.
+  GroupFingerprint divideOutputs();
+  /// Writes the target files this process holds into `folder`.
   llvm::Error write(llvm::StringRef folder);
   int64_t getBytesWritten() const { return bytesWritten; }
   size_t getFilesWritten() const { return filesWritten; }
@@ -325,7 +329,9 @@ private:
                        int64_t &nextKey, PickleBuilder &b,
                        llvm::DenseMap<PickleRef, PickleRef> &replaced,
                        std::vector<NewStorage> &storages) const;
-  llvm::Error writeModelStates(int64_t t, llvm::StringRef folder);
+  /// Writes the model states of grid rank (d, t); ZeRO-1/2 have one file
+  /// per model-parallel rank t (d = 0).
+  llvm::Error writeModelStates(int64_t d, int64_t t, llvm::StringRef folder);
   /// Writes `file` at `path` for grid rank (d, t): its new storages, the
   /// rest copied from `source`.
   llvm::Error writeTargetFile(llvm::StringRef path, const TargetFile &file,
@@ -426,6 +432,12 @@ private:
   std::mutex valuesCheckedMutex;
   std::atomic<int64_t> bytesWritten{0};
   std::atomic<size_t> filesWritten{0};
+  /// The target files in the order they are written, and who writes
+  /// each: model states by (DP rank, model-parallel rank), optimizer
+  /// states by grid rank, the layer files and the expert files.
+  OutputShare share;
+  std::map<std::pair<int64_t, int64_t>, size_t> modelOutputs, tensorOutputs;
+  size_t layerOutput = 0, expertOutput = 0;
 };
 
 } // namespace ucp

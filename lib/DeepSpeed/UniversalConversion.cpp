@@ -10,6 +10,8 @@
 #include "ucp/DeepSpeed/UniversalConversion.h"
 #include "ucp/DeepSpeed/UniversalDocuments.h"
 #include "ucp/Engine/CpuExecutor.h"
+#include "ucp/Engine/GroupOutputs.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Engine/ProgramDriver.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Formats/Torch/TorchFileWriter.h"
@@ -55,6 +57,9 @@ public:
       : checkpoint(checkpoint), options(options) {}
 
   Error plan();
+  /// Divides the files among the processes of the options' group, and
+  /// returns what they must agree on.
+  GroupFingerprint divideOutputs();
   Error write(llvm::StringRef folder);
   const std::vector<ParamPlan> &getPlans() const { return plans; }
   int64_t getBytesWritten() const { return bytesWritten; }
@@ -70,6 +75,11 @@ private:
   Error writeCopied(const PickleDocument &document, const TorchFile &source,
                     llvm::StringRef path);
   Error copyModelFiles(llvm::StringRef folder);
+  /// Counts an output written (for the group's tests, see ProcessGroup).
+  void markWritten() {
+    if (options.group)
+      options.group->markOutputWritten();
+  }
   /// Reports progress, at most once a second unless `force` (from any
   /// thread); an error once the progress function has stopped the run.
   Error report(bool force);
@@ -81,6 +91,12 @@ private:
   std::atomic<int64_t> bytesWritten{0};
   std::atomic<size_t> filesWritten{0};
   size_t filesTotal = 0;
+  /// The files in the order they are written: each state of each
+  /// parameter, each parameter's step, the optimizer state, the model
+  /// states, the map document.
+  OutputShare share;
+  std::vector<size_t> stateOutputs, stepOutputs, modelOutputs;
+  size_t optimizerOutput = 0, mapOutput = 0;
   std::mutex progressMutex;
   bool stopped = false;
   std::chrono::steady_clock::time_point lastProgress;
@@ -234,6 +250,7 @@ Error UniversalConverter::writeCopied(const PickleDocument &document,
   if (Error error = (*writer)->commit(/*durable=*/false))
     return error;
   ++filesWritten;
+  markWritten();
   return Error::success();
 }
 
@@ -325,6 +342,7 @@ Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
     return error;
   bytesWritten += plan.bytes;
   ++filesWritten;
+  markWritten();
   return report(false);
 }
 
@@ -333,7 +351,7 @@ Error UniversalConverter::writeStates(llvm::StringRef folder) {
   std::vector<std::pair<size_t, size_t>> jobs;
   for (size_t p = 0; p < plans.size(); ++p)
     for (size_t s = 0; s < kOptimizerStates.size(); ++s)
-      if (checkpoint.hasState(plans[p].param->group, kOptimizerStates[s]))
+      if (share.isMine(stateOutputs[p * kOptimizerStates.size() + s]))
         jobs.push_back({p, s});
   llvm::stable_sort(jobs, [&](auto a, auto b) {
     return plans[a.first].bytes > plans[b.first].bytes;
@@ -359,7 +377,9 @@ Error UniversalConverter::writeStates(llvm::StringRef folder) {
 }
 
 Error UniversalConverter::copyModelFiles(llvm::StringRef folder) {
-  for (const std::unique_ptr<TorchFile> &model : checkpoint.getModelFiles()) {
+  for (auto [m, model] : llvm::enumerate(checkpoint.getModelFiles())) {
+    if (!share.isMine(modelOutputs[m]))
+      continue;
     llvm::SmallString<256> file(folder);
     path::append(file, path::filename(model->getPath()));
     if (checkpoint.getAutoEpSize() && checkpoint.getZeroStage() < 3) {
@@ -375,8 +395,41 @@ Error UniversalConverter::copyModelFiles(llvm::StringRef folder) {
       return makeError(file + ": cannot copy " + model->getPath() + ": " +
                        ec.message());
     ++filesWritten;
+    markWritten();
   }
   return Error::success();
+}
+
+GroupFingerprint UniversalConverter::divideOutputs() {
+  bool steps = checkpoint.getZeroStage() < 3;
+  for (const ParamPlan &plan : plans)
+    for (TensorState state : kOptimizerStates)
+      stateOutputs.push_back(
+          checkpoint.hasState(plan.param->group, state)
+              ? share.add((plan.param->name + "/" + getStateName(state)).str(),
+                          plan.bytes)
+              : SIZE_MAX);
+  for (const ParamPlan &plan : plans)
+    stepOutputs.push_back(steps ? share.add(plan.param->name + "/step", 0)
+                                : SIZE_MAX);
+  optimizerOutput = share.add("optimizer_state.pt", 0);
+  for (const std::unique_ptr<TorchFile> &model : checkpoint.getModelFiles()) {
+    uint64_t size = 0;
+    if (fs::file_size(model->getPath(), size))
+      size = 0; // Read already; a size only balances the work.
+    modelOutputs.push_back(
+        share.add(path::filename(model->getPath()), int64_t(size)));
+  }
+  mapOutput = share.add("affine_map.json", 0);
+  share.divide(options.group);
+  GroupFingerprint plan;
+  plan.addValue("the job", "ds-to-universal");
+  addInputFiles(plan, checkpoint.getFiles());
+  for (const ParamPlan &planned : plans)
+    plan.addMap("the map of '" + planned.param->name + "'",
+                planned.param->map);
+  share.addTo(plan);
+  return plan;
 }
 
 Error UniversalConverter::write(llvm::StringRef folder) {
@@ -390,42 +443,41 @@ Error UniversalConverter::write(llvm::StringRef folder) {
   }
   if (std::error_code ec = fs::create_directories(zero))
     return makeError(zero + ": cannot create: " + ec.message());
-  bool steps = checkpoint.getZeroStage() < 3;
-  // States (and steps), the optimizer state, model states and the maps.
-  filesTotal = 2 + checkpoint.getModelFiles().size();
-  for (const ParamPlan &plan : plans)
-    for (TensorState state : kOptimizerStates)
-      filesTotal += checkpoint.hasState(plan.param->group, state) +
-                    (steps && state == TensorState::Master);
+  filesTotal = share.countMine();
   if (Error error = writeStates(folder))
     return error;
-  for (const ParamPlan &plan : plans)
-    if (steps)
+  for (auto [p, plan] : llvm::enumerate(plans))
+    if (share.isMine(stepOutputs[p]))
       if (Error error = writeStep(plan, folder))
         return error;
-  Expected<PickleDocument> optimizer = buildTensorStateDocument(checkpoint);
-  if (!optimizer)
-    return optimizer.takeError();
-  llvm::SmallString<256> file(zero);
-  path::append(file, "optimizer_state.pt");
-  if (Error error =
-          writeCopied(*optimizer, checkpoint.getOptimizerFile(0), file))
-    return error;
+  if (share.isMine(optimizerOutput)) {
+    Expected<PickleDocument> optimizer = buildTensorStateDocument(checkpoint);
+    if (!optimizer)
+      return optimizer.takeError();
+    llvm::SmallString<256> file(zero);
+    path::append(file, "optimizer_state.pt");
+    if (Error error =
+            writeCopied(*optimizer, checkpoint.getOptimizerFile(0), file))
+      return error;
+  }
   if (Error error = copyModelFiles(folder))
     return error;
-  // The maps the conversion used, as a map document.
-  std::vector<ParamMap> maps;
-  for (const ParamPlan &plan : plans)
-    maps.push_back(plan.param->map);
-  file = folder;
-  path::append(file, "affine_map.json");
-  Expected<std::unique_ptr<OutputFile>> document = OutputFile::create(file);
-  if (!document)
-    return document.takeError();
-  writeMapDocument(maps, (*document)->os());
-  if (Error error = (*document)->commit(/*durable=*/false))
-    return error;
-  ++filesWritten;
+  if (share.isMine(mapOutput)) {
+    // The maps the conversion used, as a map document.
+    std::vector<ParamMap> maps;
+    for (const ParamPlan &plan : plans)
+      maps.push_back(plan.param->map);
+    llvm::SmallString<256> file(folder);
+    path::append(file, "affine_map.json");
+    Expected<std::unique_ptr<OutputFile>> document = OutputFile::create(file);
+    if (!document)
+      return document.takeError();
+    writeMapDocument(maps, (*document)->os());
+    if (Error error = (*document)->commit(/*durable=*/false))
+      return error;
+    ++filesWritten;
+    markWritten();
+  }
   return report(true);
 }
 
@@ -459,28 +511,45 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
   auto start = std::chrono::steady_clock::now();
   Expected<llvm::StringRef> folder =
       getCheckpointFolder(output, "latest_universal", checkpoint.getFolder());
-  if (!folder)
-    return folder.takeError();
   UniversalConverter converter(checkpoint, options);
-  if (Error error = converter.plan())
-    return std::move(error);
+  // Every process plans; should one fail alone, all stop.
+  Error planned = folder ? converter.plan() : folder.takeError();
+  if (options.group)
+    planned = options.group->agree(std::move(planned));
+  if (planned)
+    return std::move(planned);
+  GroupFingerprint plan = converter.divideOutputs();
   // Missing parent folders are made, as DeepSpeed's converter makes them
   // (and removed again if the conversion fails); DeepSpeed's loader finds
   // the conversion through latest_universal.
-  Expected<std::string> pointerNote = writeCheckpointFolder(
-      *folder, "latest_universal", checkpoint.getFolder(),
+  std::string pointerNote;
+  Error written = writeFolderTogether(
+      options.group, *folder, plan,
+      [&](llvm::function_ref<Error(llvm::StringRef)> write) -> Error {
+        Expected<std::string> note = writeCheckpointFolder(
+            *folder, "latest_universal", checkpoint.getFolder(), write,
+            options.syncOutputs);
+        if (!note)
+          return note.takeError();
+        pointerNote = std::move(*note);
+        return Error::success();
+      },
       [&](llvm::StringRef staged) { return converter.write(staged); },
       options.syncOutputs);
-  if (!pointerNote)
-    return pointerNote.takeError();
+  if (written)
+    return std::move(written);
+  std::vector<int64_t> totals = {int64_t(converter.getFilesWritten()),
+                                 converter.getBytesWritten()};
+  if (Error error = sumOverGroup(options.group, totals))
+    return std::move(error);
   UniversalStats stats;
   stats.notices = getMissingStateNotices(checkpoint);
-  stats.pointerWritten = pointerNote->empty();
-  if (!pointerNote->empty())
-    stats.notices.push_back(std::move(*pointerNote));
+  stats.pointerWritten = pointerNote.empty();
+  if (!pointerNote.empty())
+    stats.notices.push_back(std::move(pointerNote));
   stats.parameters = converter.getPlans().size();
-  stats.files = converter.getFilesWritten();
-  stats.bytesWritten = converter.getBytesWritten();
+  stats.files = totals[0];
+  stats.bytesWritten = totals[1];
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();

@@ -217,7 +217,7 @@ llvm::Error MpiExchange::run() {
   postReceives();
   postNodeCopies();
   postSends();
-  group.injectFault();
+  group.injectFault(group.batches);
   runLocalCopies();
   if (llvm::Error error = receiveAndUnpack())
     return error;

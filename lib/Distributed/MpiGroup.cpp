@@ -198,9 +198,14 @@ llvm::Error MpiGroup::broadcast(llvm::MutableArrayRef<char> bytes, int root) {
   return waitAll(request, "hearing from process " + std::to_string(root));
 }
 
-void MpiGroup::injectFault() {
+void MpiGroup::markOutputWritten() {
+  ++outputs;
+  injectFault(outputs);
+}
+
+void MpiGroup::injectFault(int64_t step) {
   if (options.fault.kind == InjectedFault::None ||
-      options.fault.process != process || options.fault.batch != batches)
+      options.fault.process != process || options.fault.batch != step)
     return;
   if (options.fault.kind == InjectedFault::Kill)
     raise(SIGKILL);

@@ -75,6 +75,12 @@ void GroupFingerprint::addValue(llvm::StringRef what, llvm::StringRef value) {
   items.emplace_back(what.str(), value.str());
 }
 
+void GroupFingerprint::addDigest(llvm::StringRef what, llvm::StringRef text) {
+  Digest digest;
+  digest.add(text);
+  items.emplace_back(what.str(), digest.finish());
+}
+
 void GroupFingerprint::addMap(llvm::StringRef what, const ParamMap &map) {
   Digest digest;
   digest.add(map.name);

@@ -12,6 +12,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Jobs/Export.h"
+#include "ucp/Engine/GroupOutputs.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Checkpoint/Invariants.h"
 #include "ucp/Checkpoint/ValueCheck.h"
 #include "ucp/Engine/CpuExecutor.h"
@@ -67,6 +69,10 @@ public:
   Error collect();
   Error plan();
   void layOut();
+  /// Divides the files among the processes of the options' group, and
+  /// returns what they must agree on.
+  GroupFingerprint divideOutputs();
+  /// Writes the files this process holds into `folder`.
   Error write(llvm::StringRef folder);
   const std::vector<ExportTensor> &getTensors() const { return tensors; }
   size_t getFileCount() const { return files.size(); }
@@ -87,7 +93,9 @@ private:
   std::vector<ExportFile> files;
   TransferPrograms programs;
   int64_t total = 0, written = 0;
-  size_t done = 0;
+  size_t done = 0, mine = 0;
+  /// The files, then the index, and who writes each.
+  OutputShare share;
   std::chrono::steady_clock::time_point lastProgress;
   /// Reused from tensor to tensor: memory holds about the largest one.
   std::vector<char> gathered, converted;
@@ -242,7 +250,7 @@ Error Exporter::report(bool force) {
   if (!force && now - lastProgress < std::chrono::seconds(1))
     return Error::success();
   lastProgress = now;
-  return reportProgress(options.progress, done, tensors.size(), written);
+  return reportProgress(options.progress, done, mine, written);
 }
 
 /// The safetensors header of `file`, padded with spaces to 8 bytes.
@@ -292,13 +300,36 @@ Error Exporter::writeFile(const ExportFile &file, llvm::StringRef folder) {
   return (*out)->commit(/*durable=*/false);
 }
 
-Error Exporter::write(llvm::StringRef folder) {
+GroupFingerprint Exporter::divideOutputs() {
   for (const ExportFile &file : files)
+    share.add(file.name, file.bytes);
+  share.add("model.safetensors.index.json", 0);
+  share.divide(options.group);
+  for (auto [index, file] : llvm::enumerate(files))
+    if (share.isMine(index))
+      mine += file.tensors.size();
+  GroupFingerprint plan;
+  plan.addValue("the job", "export");
+  addInputFiles(plan, source.getFiles());
+  for (const ExportTensor &tensor : tensors)
+    plan.addMap("the map of '" + tensor.name + "'",
+                source.getTensors()[tensor.index].map);
+  share.addTo(plan);
+  return plan;
+}
+
+Error Exporter::write(llvm::StringRef folder) {
+  for (auto [index, file] : llvm::enumerate(files)) {
+    if (!share.isMine(index))
+      continue;
     if (Error error = writeFile(file, folder))
       return error;
+    if (options.group)
+      options.group->markOutputWritten();
+  }
   if (Error error = report(true))
     return error;
-  if (files.size() == 1)
+  if (files.size() == 1 || !share.isMine(files.size()))
     return Error::success();
   // Hugging Face's index: the total size and each tensor's file.
   llvm::json::Object map;
@@ -326,17 +357,29 @@ Expected<ExportStats> ucp::exportModel(const CheckpointSource &checkpoint,
   if (options.maxShardBytes < 1)
     return makeError("--max-shard-size: expected at least one byte");
   Exporter exporter(checkpoint, options);
-  if (Error error = exporter.collect())
-    return std::move(error);
-  if (Error error = exporter.plan())
-    return std::move(error);
+  // Every process plans; should one fail alone, all stop.
+  Error planned = exporter.collect();
+  if (!planned)
+    planned = exporter.plan();
+  if (options.group)
+    planned = options.group->agree(std::move(planned));
+  if (planned)
+    return std::move(planned);
   exporter.layOut();
-  Expected<std::unique_ptr<OutputFolder>> out = OutputFolder::create(folder);
-  if (!out)
-    return out.takeError();
-  if (Error error = exporter.write((*out)->getTemporaryPath()))
-    return std::move(error);
-  if (Error error = (*out)->commit(options.syncOutputs))
+  GroupFingerprint plan = exporter.divideOutputs();
+  if (Error error = writeFolderTogether(
+          options.group, folder, plan,
+          [&](llvm::function_ref<Error(llvm::StringRef)> write) -> Error {
+            Expected<std::unique_ptr<OutputFolder>> out =
+                OutputFolder::create(folder);
+            if (!out)
+              return out.takeError();
+            if (Error error = write((*out)->getTemporaryPath()))
+              return error;
+            return (*out)->commit(options.syncOutputs);
+          },
+          [&](llvm::StringRef staged) { return exporter.write(staged); },
+          options.syncOutputs))
     return std::move(error);
   ExportStats stats;
   stats.tensors = exporter.getTensors().size();

@@ -69,7 +69,9 @@ static const CommandHelp kCommands[] = {
     {"ds-to-universal",
      "affine-run ds-to-universal --input_folder CKPT/TAG --output_folder "
      "PARENT/NAME [--inject_missing_state] [--no_strict] [--threads N] "
-     "[--no-value-check] [--no-sync] [--quiet]",
+     "[--no-value-check] [--no-sync] [--quiet]"
+     "\n  mpirun -np P affine-run ds-to-universal --mpi ... "
+     "[--mpi-timeout SECONDS]",
      "affine-run ds-to-universal --input_folder ckpt/global_step3 "
      "--output_folder ckpt/global_step3_universal\n    (what DeepSpeed's "
      "ds_to_universal.py writes, file for file)"},
@@ -78,7 +80,9 @@ static const CommandHelp kCommands[] = {
      "[--dp M] [--tp N [--num-kv-heads K] | --target-map FILE] "
      "[--zero-stage S] [--autoep-size E] [--pp P [--pp-partition PARTS] "
      "[--pp-tied KEY=L1,L2]...] [--threads N] [--no-value-check] "
-     "[--no-sync] [--quiet]",
+     "[--no-sync] [--quiet]"
+     "\n  mpirun -np P affine-run ds-retarget --mpi ... "
+     "[--mpi-timeout SECONDS]",
      "affine-run ds-retarget --input_folder ckpt/global_step3 --output_folder "
      "dp4/global_step3 --dp 4\n    (the checkpoint a run at DP 4 would have "
      "saved; TP, ZeRO stage and pipeline stay the source's)"},
@@ -87,14 +91,18 @@ static const CommandHelp kCommands[] = {
      "[--dp M] [--tp N [--num-kv-heads K] | --target-map FILE] "
      "[--zero-stage S] [--autoep-size E] [--pp P [--pp-partition PARTS]] "
      "[--pp-tied KEY=L1,L2]... [--threads N] [--no-value-check] "
-     "[--no-sync] [--quiet]",
+     "[--no-sync] [--quiet]"
+     "\n  mpirun -np P affine-run universal-to-ds --mpi ... "
+     "[--mpi-timeout SECONDS]",
      "affine-run universal-to-ds --input_folder ckpt/global_step3_universal "
      "--output_folder tp1/global_step3 --tp 1 --dp 2"},
     {"export",
      "affine-run export --input_folder CKPT/TAG|UNIV|SAFETENSORS --out DIR "
      "[--dtype f32|bf16|f16] [--max-shard-size 5GB] "
      "[--exclude_frozen_parameters] [--no-value-check] [--no-sync] "
-     "[--quiet]",
+     "[--quiet]"
+     "\n  mpirun -np P affine-run export --mpi ... "
+     "[--mpi-timeout SECONDS]",
      "affine-run export --input_folder ckpt/global_step3 --out model --dtype "
      "bf16\n    (the consolidated model as safetensors files, as "
      "zero_to_fp32.py gives it)"},
@@ -105,7 +113,9 @@ static const CommandHelp kCommands[] = {
      "[--ds-config FILE] [--dtype f32|bf16|f16] [--threads N] [--no-sync] "
      "[--quiet]\n  affine-run convert --from PATH --to safetensors "
      "--output_folder DIR [--dtype f32|bf16|f16] [--max-shard-size 5GB] "
-     "[--no-sync] [--quiet]",
+     "[--no-sync] [--quiet]"
+     "\n  mpirun -np P affine-run convert --mpi ... "
+     "[--mpi-timeout SECONDS]",
      "affine-run convert --from model.safetensors --to deepspeed "
      "--output_folder ckpt/global_step0 --dp 2 --zero-stage 2\n    (the "
      "checkpoint a ZeRO-2 run at DP 2 saves before its first step)"},

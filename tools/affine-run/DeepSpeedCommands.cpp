@@ -7,9 +7,11 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedCommands.h"
+#include "MpiRun.h"
 #include "ucp/DeepSpeed/PipelineLayout.h"
 #include "ucp/DeepSpeed/Retarget.h"
 #include "ucp/DeepSpeed/UniversalConversion.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Jobs/Export.h"
 #include "ucp/Jobs/OpenCheckpoint.h"
@@ -27,9 +29,37 @@ using namespace ucp;
 using namespace ds;
 namespace cl = llvm::cl;
 
+/// With --mpi: the processes this run's job is shared by, and the
+/// prefix naming this one in messages.
+static ProcessGroup *jobGroup = nullptr;
+static std::string messagePrefix = "affine-run: ";
+
 static int fail(const llvm::Twine &message) {
-  llvm::errs() << "affine-run: " << message << "\n";
+  // One write: the lines of processes sharing a terminal stay whole.
+  llvm::errs() << (messagePrefix + message + "\n").str();
   return 1;
+}
+
+/// Whether this process reports: the only one, or process 0 of a group.
+static bool reports() { return !jobGroup || jobGroup->getProcess() == 0; }
+
+/// " across N processes" for a job shared by a group; empty otherwise.
+static std::string describeGroup() {
+  return jobGroup ? " across " + std::to_string(jobGroup->getProcessCount()) +
+                        " processes"
+                  : "";
+}
+
+/// `opened`, once every process of the group has opened its input (an
+/// input one process cannot read fails them all).
+template <typename T>
+static llvm::Expected<T> agreeOnInput(llvm::Expected<T> opened) {
+  if (!jobGroup)
+    return opened;
+  llvm::Error error = opened ? llvm::Error::success() : opened.takeError();
+  if (llvm::Error agreed = jobGroup->agree(std::move(error)))
+    return std::move(agreed);
+  return opened;
 }
 
 bool isDeepSpeedCommand() {
@@ -52,7 +82,8 @@ static int writeModel(const CheckpointSource &checkpoint,
   options.excludeFrozen = excludeFrozenParameters;
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
-  if (!universalQuiet)
+  options.group = jobGroup;
+  if (!universalQuiet && reports())
     options.progress = [](size_t done, size_t total, int64_t bytes) {
       llvm::errs() << "affine-run: " << done << "/" << total << " tensors, "
                    << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
@@ -61,11 +92,12 @@ static int writeModel(const CheckpointSource &checkpoint,
   llvm::Expected<ExportStats> stats = exportModel(checkpoint, folder, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
-  if (!universalQuiet)
+  if (!universalQuiet && reports())
     llvm::outs() << "export: " << stats->tensors << " tensors, " << stats->files
                  << (stats->files == 1 ? " file, " : " files, ")
                  << llvm::format("%.3f", stats->bytesWritten / 1e6) << " MB in "
-                 << llvm::format("%.3f", stats->seconds) << " s\n";
+                 << llvm::format("%.3f", stats->seconds) << " s"
+                 << describeGroup() << "\n";
   return 0;
 }
 
@@ -73,7 +105,7 @@ static int runExport() {
   if (exportFolder.empty())
     return fail("--out is required");
   llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
-      openCheckpoint(getInputFolder());
+      agreeOnInput(openCheckpoint(getInputFolder()));
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   return writeModel(**checkpoint, exportFolder);
@@ -166,12 +198,15 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
   options.threads = universalThreads;
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
-  if (!universalQuiet)
+  options.group = jobGroup;
+  if (!universalQuiet && reports())
     options.progress = printProgress;
   llvm::Expected<RetargetStats> stats =
       retargetCheckpoint(checkpoint, getOutputFolder(), options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  if (!reports())
+    return 0;
   if (!stats->pointerNote.empty())
     llvm::errs() << "affine-run: notice: " << stats->pointerNote << "\n";
   if (!universalQuiet)
@@ -206,7 +241,7 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
         << (stats->pointerNote.empty() ? " and latest" : "") << ", "
         << llvm::format("%.3f", stats->bytesWritten / 1e6)
         << " MB of partitions in " << llvm::format("%.3f", stats->seconds)
-        << " s\n";
+        << " s" << describeGroup() << "\n";
   return 0;
 }
 
@@ -307,25 +342,26 @@ static int runConvert() {
                 convertSource + " is a DeepSpeed checkpoint");
   if (convertTarget == ConvertTarget::Safetensors) {
     llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
-        openCheckpoint(convertSource);
+        agreeOnInput(openCheckpoint(convertSource));
     if (!checkpoint)
       return fail(llvm::toString(checkpoint.takeError()));
     return writeModel(**checkpoint, getOutputFolder());
   }
   if (!fromWeights) {
     llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
-        format == CheckpointFormat::Universal
-            ? DeepSpeedCheckpoint::openUniversal(convertSource)
-            : DeepSpeedCheckpoint::open(convertSource);
+        agreeOnInput(format == CheckpointFormat::Universal
+                         ? DeepSpeedCheckpoint::openUniversal(convertSource)
+                         : DeepSpeedCheckpoint::open(convertSource));
     if (!checkpoint)
       return fail(llvm::toString(checkpoint.takeError()));
     return runRetarget(**checkpoint);
   }
   llvm::Expected<std::unique_ptr<CheckpointSource>> weights =
-      openCheckpoint(convertSource);
+      agreeOnInput(openCheckpoint(convertSource));
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
-  llvm::Expected<FreshCheckpointOptions> options = getFreshOptions(**weights);
+  llvm::Expected<FreshCheckpointOptions> options =
+      agreeOnInput(getFreshOptions(**weights));
   if (!options)
     return fail(llvm::toString(options.takeError()));
   // A fresh run's stage is given, or its config's; nothing else says.
@@ -337,13 +373,15 @@ static int runConvert() {
     return fail("--zero-stage is required (or a --ds-config with "
                 "zero_optimization.stage)");
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
-      DeepSpeedCheckpoint::openFresh(**weights, *options);
+      agreeOnInput(DeepSpeedCheckpoint::openFresh(**weights, *options));
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   return runRetarget(**checkpoint, stage);
 }
 
-int runDeepSpeedCommand() {
+/// Runs the command named, in this process alone or, with --mpi, shared
+/// by the processes of MPI.
+static int runCommand() {
   if (convertCommand)
     return runConvert();
   const std::string &inputFolder = getInputFolder();
@@ -354,8 +392,9 @@ int runDeepSpeedCommand() {
   if (getOutputFolder().empty())
     return fail("--output_folder is required");
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
-      fromUniversalCommand ? DeepSpeedCheckpoint::openUniversal(inputFolder)
-                           : DeepSpeedCheckpoint::open(inputFolder);
+      agreeOnInput(fromUniversalCommand
+                       ? DeepSpeedCheckpoint::openUniversal(inputFolder)
+                       : DeepSpeedCheckpoint::open(inputFolder));
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   if (retargetCommand || fromUniversalCommand)
@@ -366,12 +405,15 @@ int runDeepSpeedCommand() {
   options.strict = !noStrict;
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
-  if (!universalQuiet)
+  options.group = jobGroup;
+  if (!universalQuiet && reports())
     options.progress = printProgress;
   llvm::Expected<UniversalStats> stats =
       convertToUniversal(**checkpoint, getOutputFolder(), options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  if (!reports())
+    return 0;
   for (const std::string &notice : stats->notices)
     llvm::errs() << "affine-run: notice: " << notice << "\n";
   if (!universalQuiet)
@@ -383,6 +425,21 @@ int runDeepSpeedCommand() {
                  << (stats->pointerWritten ? " and latest_universal" : "")
                  << ", " << llvm::format("%.3f", stats->bytesWritten / 1e6)
                  << " MB of tensors in " << llvm::format("%.3f", stats->seconds)
-                 << " s\n";
+                 << " s" << describeGroup() << "\n";
   return 0;
+}
+
+int runDeepSpeedCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
+  if (MpiRun::isRequested()) {
+    llvm::Expected<ProcessGroup *> group =
+        mpi.startJob(universalThreads, arguments);
+    messagePrefix =
+        "affine-run: process " + std::to_string(mpi.getProcess()) + ": ";
+    if (!group)
+      return fail(llvm::toString(group.takeError()));
+    jobGroup = *group;
+  }
+  int code = runCommand();
+  jobGroup = nullptr;
+  return code;
 }

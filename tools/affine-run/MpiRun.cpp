@@ -1,11 +1,12 @@
-//===- MpiRun.cpp - affine-run reshard --mpi ------------------------------===//
+//===- MpiRun.cpp - affine-run's jobs under --mpi -------------------------===//
 
 #include "MpiRun.h"
 
 #ifdef UCP_HAS_MPI
 #include "ucp/Distributed/MpiTransfer.h"
-#include "ucp/Support/Error.h"
+#include "ucp/Engine/GroupFingerprint.h"
 #endif
+#include "ucp/Support/Error.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/raw_ostream.h"
@@ -15,14 +16,29 @@ namespace cl = llvm::cl;
 
 namespace {
 
-/// The options of --mpi, made when a command registers them.
+/// Adds an option to every subcommand of a list (cl::sub takes one, or a
+/// group made from a fixed list).
+struct subs {
+  llvm::ArrayRef<cl::SubCommand *> commands;
+  template <class Option> void apply(Option &option) const {
+    for (cl::SubCommand *command : commands)
+      option.addSubCommand(*command);
+  }
+};
+
+/// The options of --mpi, made when the commands register them.
 struct MpiOptions {
-  MpiOptions(cl::SubCommand &command, cl::OptionCategory &category)
+  MpiOptions(cl::SubCommand &command, llvm::ArrayRef<cl::SubCommand *> all,
+             cl::OptionCategory &category)
       : mpi("mpi",
             cl::desc("run across the processes of MPI (start affine-run "
-                     "under mpirun): each reads the source rank files and "
-                     "writes the target rank files it holds"),
-            cl::sub(command), cl::cat(category)),
+                     "under mpirun). reshard: each process reads the source "
+                     "rank files and writes the target rank files it holds. "
+                     "ds-to-universal, ds-retarget, universal-to-ds, export, "
+                     "convert: every process reads the checkpoint (storage "
+                     "that all can read) and writes the output files given "
+                     "to it, divided by bytes; one commit for all"),
+            subs{all}, cl::cat(category)),
         sourceProcesses(
             "source-processes",
             cl::desc("with --mpi: the process holding each source rank, "
@@ -36,7 +52,7 @@ struct MpiOptions {
                 cl::desc("with --mpi: fail when another process is silent "
                          "this long (longer than any one step takes: a "
                          "batch, or writing a process's outputs to disk)"),
-                cl::value_desc("seconds"), cl::init(300), cl::sub(command),
+                cl::value_desc("seconds"), cl::init(300), subs{all},
                 cl::cat(category)),
         batchMegabytes(
             "mpi-batch-mb",
@@ -45,8 +61,9 @@ struct MpiOptions {
             cl::value_desc("MB"), cl::init(256), cl::sub(command),
             cl::cat(category)),
         fault("mpi-inject-fault",
-              cl::desc("for tests: PROCESS:BATCH:kill|hang"), cl::Hidden,
-              cl::sub(command), cl::cat(category)) {}
+              cl::desc("for tests: PROCESS:STEP:kill|hang (a step is a "
+                       "reshard's exchange batch, another job's output file)"),
+              cl::Hidden, subs{all}, cl::cat(category)) {}
 
   cl::opt<bool> mpi;
   cl::opt<std::string> sourceProcesses, targetProcesses;
@@ -62,9 +79,12 @@ std::unique_ptr<MpiOptions> &getOptions() {
 
 } // namespace
 
-void MpiRun::registerOptions(cl::SubCommand &command,
+void MpiRun::registerOptions(cl::SubCommand &reshard,
+                             llvm::ArrayRef<cl::SubCommand *> jobs,
                              cl::OptionCategory &category) {
-  getOptions() = std::make_unique<MpiOptions>(command, category);
+  std::vector<cl::SubCommand *> all = {&reshard};
+  all.insert(all.end(), jobs.begin(), jobs.end());
+  getOptions() = std::make_unique<MpiOptions>(reshard, all, category);
 }
 
 bool MpiRun::isRequested() { return getOptions() && getOptions()->mpi; }
@@ -157,6 +177,34 @@ llvm::Error MpiRun::start(int64_t sourceWorld, int64_t targetWorld,
   return llvm::Error::success();
 }
 
+llvm::Expected<ProcessGroup *>
+MpiRun::startJob(unsigned threads, llvm::ArrayRef<const char *> arguments) {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  state->started = true;
+  MpiOptions &flags = *getOptions();
+  MpiGroupOptions groupOptions;
+  groupOptions.timeoutSeconds = flags.timeout;
+  groupOptions.threads = threads;
+  groupOptions.singleCopy = false; // No bytes travel between processes.
+  llvm::Expected<InjectedFault> fault = parseFault(flags.fault);
+  if (!fault)
+    return fault.takeError();
+  groupOptions.fault = *fault;
+  llvm::Expected<std::unique_ptr<MpiGroup>> group =
+      MpiGroup::create(MPI_COMM_WORLD, {}, groupOptions);
+  if (!group)
+    return group.takeError();
+  state->group = std::move(*group);
+  GroupFingerprint given;
+  given.addValue("the number of arguments", std::to_string(arguments.size()));
+  for (auto [i, argument] : llvm::enumerate(arguments))
+    given.addValue("argument " + std::to_string(i), argument);
+  if (llvm::Error error = agreeOnFingerprint(*state->group, given))
+    return std::move(error);
+  return state->group.get();
+}
+
 int MpiRun::getProcess() const {
   int process = 0;
   if (state->started)
@@ -199,9 +247,16 @@ int MpiRun::finish(int code) {
 struct MpiRun::State {};
 MpiRun::MpiRun() = default;
 MpiRun::~MpiRun() = default;
-llvm::Error MpiRun::start(int64_t, int64_t, TransferOptions &) {
+static llvm::Error refuseMpi() {
   return makeError("--mpi: this affine-run was built without MPI (install "
                    "libopenmpi-dev and configure again)");
+}
+llvm::Error MpiRun::start(int64_t, int64_t, TransferOptions &) {
+  return refuseMpi();
+}
+llvm::Expected<ProcessGroup *> MpiRun::startJob(unsigned,
+                                                llvm::ArrayRef<const char *>) {
+  return refuseMpi();
 }
 int MpiRun::getProcess() const { return 0; }
 int MpiRun::getProcessCount() const { return 1; }

@@ -1,7 +1,9 @@
-//===- MpiRun.h - affine-run reshard --mpi ----------------------*- C++ -*-===//
+//===- MpiRun.h - affine-run's jobs under --mpi -----------------*- C++ -*-===//
 //
 // The MPI side of affine-run: its options, starting and ending MPI, and the
-// process group a reshard runs on. Built without MPI, --mpi is refused.
+// process group a job runs on: a reshard's, whose processes hold ranks,
+// or that of a job dividing its outputs (ucp/Engine/GroupOutputs.h). Built
+// without MPI, --mpi is refused.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,8 +21,10 @@ namespace ucp {
 /// One run of affine-run across the processes of MPI_COMM_WORLD.
 class MpiRun {
 public:
-  /// Adds --mpi and its options to `command`; call before parsing.
-  static void registerOptions(llvm::cl::SubCommand &command,
+  /// Adds --mpi and its options to `reshard`, and --mpi, --mpi-timeout
+  /// and the fault of tests to each of `jobs`; call before parsing.
+  static void registerOptions(llvm::cl::SubCommand &reshard,
+                              llvm::ArrayRef<llvm::cl::SubCommand *> jobs,
                               llvm::cl::OptionCategory &category);
   /// Whether --mpi was given.
   static bool isRequested();
@@ -35,6 +39,14 @@ public:
   /// replica policy, progress on process 0 only) to run on it.
   llvm::Error start(int64_t sourceWorld, int64_t targetWorld,
                     TransferOptions &options);
+  /// Starts MPI and the group of a job that divides its outputs among the
+  /// processes (every process reads every input), with `threads` threads
+  /// each; then, collectively, fails on every process unless all were
+  /// given the same `arguments` (the command line), naming the first
+  /// that differs.
+  llvm::Expected<ProcessGroup *> startJob(unsigned threads,
+                                          llvm::ArrayRef<const char *>
+                                              arguments);
   /// This process's number (0 before start).
   int getProcess() const;
   int getProcessCount() const;

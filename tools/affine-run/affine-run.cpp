@@ -548,7 +548,11 @@ static llvm::Expected<TransferOptions> getOptions() {
 int main(int argc, char **argv) {
   installSignalHandlers(argv[0]);
   llvm::InitLLVM init(argc, argv);
-  MpiRun::registerOptions(reshardCommand, category);
+  MpiRun::registerOptions(reshardCommand,
+                          {&ds::universalCommand, &ds::retargetCommand,
+                           &ds::fromUniversalCommand, &ds::exportCommand,
+                           &ds::convertCommand},
+                          category);
   cl::HideUnrelatedOptions({&category, &getDeepSpeedCategory()});
   setVersionPrinter("affine-run");
   cl::ParseCommandLineOptions(argc, argv, getCommandOverview(argc, argv));
@@ -561,8 +565,13 @@ int main(int argc, char **argv) {
     return runInspect();
   if (isCheckCommand())
     return runCheckCommand();
-  if (isDeepSpeedCommand())
-    return runDeepSpeedCommand();
+  if (isDeepSpeedCommand()) {
+    if (llvm::Error error = MpiRun::checkOptions())
+      return fail(llvm::toString(std::move(error)));
+    MpiRun mpi;
+    return mpi.finish(
+        runDeepSpeedCommand(mpi, llvm::ArrayRef<const char *>(argv, argc)));
+  }
   const char *command = extractCommand   ? "extract"
                         : rebuildCommand ? "rebuild"
                         : reshardCommand ? "reshard"

@@ -37,6 +37,8 @@
 
 namespace ucp {
 
+class ProcessGroup;
+
 struct RetargetOptions {
   /// The target's DP degree.
   int64_t dp = 1;
@@ -71,15 +73,20 @@ struct RetargetOptions {
   bool checkValues = true;
   /// Return only once the outputs are on disk.
   bool syncOutputs = true;
-  /// Called about once a second with (files done, files, bytes written).
+  /// Called about once a second with (files done, files, bytes written):
+  /// with a group, this process's files.
   ProgressFunction progress;
+  /// The processes that share the job (ucp/Engine/GroupOutputs.h), each
+  /// writing the files given to it; none: this process alone.
+  ProcessGroup *group = nullptr;
 };
 
 struct RetargetStats {
   /// What was done instead of writing `latest` (it names the input), for
   /// the user; empty when it was written.
   std::string pointerNote;
-  /// The files of the checkpoint (what progress counts), not latest.
+  /// The files of the checkpoint (what progress counts), not latest; with
+  /// a group, those of every process.
   size_t files = 0;
   int64_t bytesWritten = 0;
   double seconds = 0;

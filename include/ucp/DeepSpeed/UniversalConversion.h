@@ -25,6 +25,8 @@
 
 namespace ucp {
 
+class ProcessGroup;
+
 struct UniversalOptions {
   /// Worker threads (0: every core this process may run on).
   unsigned threads = 0;
@@ -42,8 +44,12 @@ struct UniversalOptions {
   bool checkValues = true;
   /// Return only once the outputs are on disk.
   bool syncOutputs = true;
-  /// Called about once a second with (files done, files, bytes written).
+  /// Called about once a second with (files done, files, bytes written):
+  /// with a group, this process's files.
   ProgressFunction progress;
+  /// The processes that share the job (ucp/Engine/GroupOutputs.h), each
+  /// writing the files given to it; none: this process alone.
+  ProcessGroup *group = nullptr;
 };
 
 struct UniversalStats {
@@ -52,7 +58,7 @@ struct UniversalStats {
   std::vector<std::string> notices;
   size_t parameters = 0;
   /// The files of the checkpoint (what progress counts), not
-  /// latest_universal.
+  /// latest_universal; with a group, those of every process.
   size_t files = 0;
   /// Whether latest_universal was written (it is not where it names the
   /// input; a notice says so).

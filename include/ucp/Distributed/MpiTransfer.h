@@ -54,7 +54,8 @@ llvm::Expected<std::vector<int64_t>> parseProcessList(llvm::StringRef text,
 struct InjectedFault {
   enum Kind { None, Kill, Hang } kind = None;
   /// The process that fails, and the batch of execute at which it does,
-  /// once its messages of that batch are on their way.
+  /// once its messages of that batch are on their way; in a job that
+  /// divides its outputs, once it has written that many outputs.
   int process = 0;
   int64_t batch = 0;
 };
@@ -88,7 +89,8 @@ public:
   ~MpiGroup() override;
 
   int getProcess() const override { return process; }
-  int getProcessCount() const { return processCount; }
+  int getProcessCount() const override { return processCount; }
+  void markOutputWritten() override;
   bool holdsSource(int64_t rank) const override;
   bool holdsTarget(int64_t rank) const override;
   llvm::Error agree(llvm::Error local) override;
@@ -120,7 +122,8 @@ private:
   llvm::Error waitSome(llvm::MutableArrayRef<MPI_Request> requests,
                        llvm::StringRef what,
                        llvm::function_ref<void(int)> completed);
-  void injectFault();
+  /// Dies or hangs when the injected fault names this process and `step`.
+  void injectFault(int64_t step);
   /// A buffer of at least `bytes` for what is packed or staged for (from)
   /// `peer`, kept between batches.
   char *getMessageBuffer(int peer, bool send, int64_t bytes);
@@ -136,6 +139,8 @@ private:
   int process = 0;
   int processCount = 1;
   int64_t batches = 0;
+  /// The outputs a job has written on this process (markOutputWritten).
+  int64_t outputs = 0;
   int64_t bytesSent = 0;
   bool broken = false;
   std::map<int, MessageBuffer> sendBuffers, receiveBuffers;

@@ -40,6 +40,8 @@ class GroupFingerprint {
 public:
   /// Adds an item compared and shown as `value` (an option, a file name).
   void addValue(llvm::StringRef what, llvm::StringRef value);
+  /// Adds `text` (a list too long to show), compared by a digest.
+  void addDigest(llvm::StringRef what, llvm::StringRef text);
   /// Adds the map `map`, compared by a digest of every field.
   void addMap(llvm::StringRef what, const ParamMap &map);
   /// Adds the copy program `program`, compared by a digest of every copy.

@@ -27,6 +27,11 @@ public:
 
   /// This process's number, 0 for the one that reports progress.
   virtual int getProcess() const = 0;
+  /// How many processes the group has.
+  virtual int getProcessCount() const = 0;
+  /// For tests: a job marks each output it has written, and a process told
+  /// to fail at that point dies or hangs there.
+  virtual void markOutputWritten() {}
   /// Whether this process holds source (target) rank `rank`.
   virtual bool holdsSource(int64_t rank) const = 0;
   virtual bool holdsTarget(int64_t rank) const = 0;

@@ -27,6 +27,8 @@
 
 namespace ucp {
 
+class ProcessGroup;
+
 struct ExportOptions {
   /// The floating-point tensors' dtype: F32, BF16 or F16, rounded to
   /// nearest even. Integer buffers keep theirs.
@@ -44,8 +46,12 @@ struct ExportOptions {
   bool checkValues = true;
   /// Wait until the files are on disk before returning.
   bool syncOutputs = true;
-  /// Called about once a second with (tensors done, tensors, bytes).
+  /// Called about once a second with (tensors done, tensors, bytes): with
+  /// a group, this process's tensors.
   ProgressFunction progress;
+  /// The processes that share the export (ucp/Engine/GroupOutputs.h),
+  /// each writing the files given to it; none: this process alone.
+  ProcessGroup *group = nullptr;
 };
 
 struct ExportStats {

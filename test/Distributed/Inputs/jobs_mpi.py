@@ -1,0 +1,135 @@
+"""Runs DeepSpeed jobs alone and under mpirun, and compares their outputs.
+
+Usage: jobs_mpi.py AFFINE_RUN MPIRUN WORK FIXTURES_ROOT [--dp N] NAME...
+
+For each fixture NAME (a folder under FIXTURES_ROOT holding checkpoint/ and
+maybe universal/), each job (ds-to-universal with --inject_missing_state,
+ds-retarget to DP 3 (or N), export,
+and universal-to-ds where a Universal folder exists) runs once in one
+process and then with --mpi at -np 2, 3 and one of 1, 4, 8 (8 processes
+on 2 cores: oversubscribed). Every output file of the group must be
+byte-identical to the single process's, and the same set of files; a job
+refused alone must be refused under MPI with the same message. Prints one
+line per fixture and job.
+"""
+
+import filecmp
+import os
+import re
+import shlex
+import subprocess
+import sys
+
+
+def tree(folder):
+    """Every file under `folder`, relative, sorted."""
+    found = []
+    for root, _, files in os.walk(folder):
+        for name in files:
+            found.append(os.path.relpath(os.path.join(root, name), folder))
+    return sorted(found)
+
+
+def same_trees(a, b):
+    """Empty when every file of `a` and `b` is the same; else the first
+    difference."""
+    files_a, files_b = tree(a), tree(b)
+    if files_a != files_b:
+        return "files differ: %s" % sorted(set(files_a) ^ set(files_b))
+    for name in files_a:
+        if not filecmp.cmp(os.path.join(a, name), os.path.join(b, name),
+                           shallow=False):
+            return "%s differs" % name
+    return ""
+
+
+def find_tag(folder, pointer):
+    with open(os.path.join(folder, pointer)) as f:
+        return os.path.join(folder, f.read().strip())
+
+
+def run(command):
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    return result.returncode, result.stdout
+
+
+def refusal(text, process=None):
+    """The message of the job alone, or of process `process` under MPI."""
+    prefix = "affine-run: " + ("" if process is None
+                               else "process %d: " % process)
+    for line in text.splitlines():
+        if line.startswith(prefix):
+            return line[len(prefix):]
+    return text
+
+
+def main():
+    affine_run, mpirun, work, root = sys.argv[1:5]
+    names = sys.argv[5:]
+    dp = "3"
+    if names[:1] == ["--dp"]:
+        dp, names = names[1], names[2:]
+    mpirun = shlex.split(mpirun)
+    failures = 0
+    for index, name in enumerate(names):
+        fixture = os.path.join(root, name)
+        source = find_tag(os.path.join(fixture, "checkpoint"), "latest")
+        jobs = {
+            "ds-to-universal": ["ds-to-universal", "--input_folder", source,
+                                "--inject_missing_state"],
+            "ds-retarget": ["ds-retarget", "--input_folder", source,
+                            "--dp", dp],
+            "export": ["export", "--input_folder", source],
+        }
+        universal = os.path.join(fixture, "universal")
+        if os.path.isdir(universal):
+            jobs["universal-to-ds"] = [
+                "universal-to-ds", "--input_folder",
+                find_tag(universal, "latest_universal"), "--dp", "2"]
+        extra = [1, 4, 8][index % 3]
+        for job, arguments in jobs.items():
+            out_flag = "--out" if job == "export" else "--output_folder"
+            base = os.path.join(work, name, job)
+            alone = os.path.join(base, "alone")
+            code, text = run([affine_run] + arguments +
+                             [out_flag, os.path.join(alone, "out"), "--quiet"])
+            results = []
+            for processes in (2, 3, extra):
+                group = os.path.join(base, "np%d" % processes)
+                # Each process's messages in files of their own: mpirun
+                # forwards the processes' streams in chunks that interleave.
+                logs = os.path.join(base, "logs%d" % processes)
+                mpi_code, mpi_text = run(
+                    mpirun + ["--output-filename", logs, "-np", str(processes),
+                              affine_run] + arguments +
+                    [out_flag, os.path.join(group, "out"), "--quiet",
+                     "--mpi"])
+                first = os.path.join(logs, "1", "rank.0", "stderr")
+                if os.path.exists(first):
+                    with open(first) as f:
+                        mpi_text = f.read()
+                if code == 0:
+                    difference = (same_trees(alone, group) if mpi_code == 0
+                                  else "failed: " + mpi_text.strip())
+                else:
+                    difference = (
+                        "" if mpi_code != 0 and
+                        refusal(mpi_text, 0) == refusal(text) and
+                        not os.path.exists(os.path.join(group, "out"))
+                        else "alone: %s; under MPI (exit %d): %s" %
+                        (refusal(text), mpi_code, mpi_text.strip()))
+                if difference:
+                    failures += 1
+                    print("MISMATCH %s %s -np %d: %s" %
+                          (name, job, processes, difference))
+                results.append(str(processes))
+            outcome = "identical" if code == 0 else "refused alike"
+            print("%s %s -np %s: %s" %
+                  (name, job, ",".join(results), outcome))
+    print("%d mismatches" % failures)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
