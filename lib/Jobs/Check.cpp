@@ -3,7 +3,9 @@
 // Reads everything once, in this order: the reader's own checks (opening),
 // each tensor's map, then tensor by tensor each state's shards (their
 // replicated blocks compared, their values scanned, their pages released),
-// then each torch.save file's records against their CRC-32s.
+// then each torch.save file's records against their CRC-32s. Across a
+// process group, the tensors, the paddings and the files are units of work
+// divided by bytes; process 0 gathers the findings, by unit.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,11 +13,14 @@
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Checkpoint/Invariants.h"
 #include "ucp/Checkpoint/ValueCheck.h"
+#include "ucp/Engine/GroupOutputs.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Jobs/OpenCheckpoint.h"
 #include "ucp/Map/Indexing.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Parallel.h"
@@ -37,12 +42,21 @@ public:
           CheckReport &report)
       : source(source), options(options), report(report) {}
 
+  /// Divides the tensors, the paddings and the files among the processes
+  /// of the options' group (all to this process without one).
+  void divide();
   void checkTensors();
   void checkPaddings();
   void checkContainers();
+  /// Collective with a group: process 0's report gains every process's
+  /// findings, in unit order, and every report the group's totals.
+  llvm::Error combine();
   std::string describeProven() const;
 
 private:
+  /// Marks the findings so far as those of unit `unit` (or before it).
+  void endUnit(size_t unit) { unitEnds.push_back({unit, report.findings.size()}); }
+
   void checkState(size_t index, TensorState state, DType type);
   /// A shard's values its state may not hold; `data` is the shard's.
   void addValueFinding(size_t index, TensorState state, DType type,
@@ -54,6 +68,11 @@ private:
   std::mutex findingsMutex;
   size_t done = 0, total = 0;
   bool replicated = false;
+  /// The units of work: each tensor, the paddings, each file, in order.
+  OutputShare share;
+  size_t paddingUnit = 0;
+  /// Per unit checked here: its number and the findings up to its end.
+  std::vector<std::pair<size_t, size_t>> unitEnds;
 };
 
 } // namespace
@@ -138,26 +157,54 @@ void Checker::checkState(size_t index, TensorState state, DType type) {
   ++report.stateArrays;
 }
 
+void Checker::divide() {
+  llvm::ArrayRef<CheckpointTensor> tensors = source.getTensors();
+  for (const CheckpointTensor &tensor : tensors) {
+    int64_t bytes = 0;
+    for (auto [state, type] : tensor.states)
+      for (const Shard &shard : tensor.map.shards)
+        bytes += getNumElements(shard.shape).value_or(0) * getElementSize(type);
+    share.add(tensor.name, bytes);
+  }
+  int64_t paddingBytes = 0;
+  for (const CheckpointSource::Padding &padding : source.getPaddings())
+    paddingBytes += padding.elements * getElementSize(padding.type);
+  paddingUnit = share.add("the paddings", paddingBytes);
+  for (const std::string &file : source.getFiles()) {
+    uint64_t size = 0;
+    if (llvm::sys::fs::file_size(file, size))
+      size = 0; // Its reading fails, and says so, in checkContainers.
+    share.add(file, int64_t(size));
+  }
+  share.divide(options.group);
+  // Progress counts tensors and files.
+  total = share.countMine() - share.isMine(paddingUnit);
+}
+
 void Checker::checkTensors() {
   llvm::ArrayRef<CheckpointTensor> tensors = source.getTensors();
-  total = tensors.size() + source.getFiles().size();
   report.tensors = tensors.size();
   for (auto [index, tensor] : llvm::enumerate(tensors)) {
     report.ranks = std::max(report.ranks, tensor.map.worldSize);
+    if (!share.isMine(index))
+      continue;
     if (llvm::Error error = checkParamMap(tensor.map)) {
       // Shards of a map that does not hold are not read.
       report.findings.push_back({"map", llvm::toString(std::move(error)), "",
                                  tensor.name, "", -1, {}, 0, true});
-      continue;
+    } else {
+      for (auto [state, type] : tensor.states)
+        checkState(index, state, type);
     }
-    for (auto [state, type] : tensor.states)
-      checkState(index, state, type);
+    endUnit(index);
     llvm::consumeError(
         reportProgress(options.progress, ++done, total, report.bytesRead));
   }
 }
 
 void Checker::checkPaddings() {
+  if (!share.isMine(paddingUnit))
+    return;
   for (const CheckpointSource::Padding &padding : source.getPaddings()) {
     int64_t size = getElementSize(padding.type), nonzero = 0, first = -1;
     for (int64_t i = 0; i < padding.elements; ++i) {
@@ -180,12 +227,16 @@ void Checker::checkPaddings() {
            padding.file, "", "", -1, {padding.firstElement + first}, nonzero,
            true});
   }
+  endUnit(paddingUnit);
 }
 
 void Checker::checkContainers() {
   std::vector<std::string> files = source.getFiles();
   report.files = files.size();
-  for (const std::string &file : files) {
+  for (auto [f, file] : llvm::enumerate(files)) {
+    size_t unit = paddingUnit + 1 + f;
+    if (!share.isMine(unit))
+      continue;
     if (llvm::StringRef(file).ends_with(".pt")) {
       llvm::Expected<std::unique_ptr<TorchArchive>> archive =
           TorchArchive::open(file);
@@ -214,6 +265,7 @@ void Checker::checkContainers() {
                file, "", "", -1, {}, 0, true});
       }
     }
+    endUnit(unit);
     llvm::consumeError(
         reportProgress(options.progress, ++done, total, report.bytesRead));
   }
@@ -240,50 +292,164 @@ std::string Checker::describeProven() const {
   return proven + llvm::join(what, ", ");
 }
 
+/// The fatal findings of `report`.
+static int64_t countFatal(const CheckReport &report) {
+  return llvm::count_if(report.findings,
+                        [](const CheckFinding &f) { return f.fatal; });
+}
+
 CheckReport ucp::checkCheckpoint(llvm::StringRef path,
                                  const CheckOptions &options) {
   CheckReport report;
   report.path = followCheckpointPointer(path, report.pointer);
   llvm::Expected<std::unique_ptr<CheckpointSource>> source =
       openCheckpoint(report.path);
-  if (!source) {
-    report.findings.push_back({"reader", llvm::toString(source.takeError()),
+  // Across a group, one process that cannot read it stops every one.
+  llvm::Error opened = source ? llvm::Error::success() : source.takeError();
+  if (options.group)
+    opened = options.group->agree(std::move(opened));
+  if (opened) {
+    report.findings.push_back({"reader", llvm::toString(std::move(opened)),
                                report.path, "", "", -1, {}, 0, true});
     report.summary = "nothing proven: the checkpoint could not be read";
     return report;
   }
   Checker checker(**source, options, report);
+  checker.divide();
   checker.checkTensors();
   checker.checkPaddings();
   checker.checkContainers();
-  int64_t fatal = llvm::count_if(report.findings,
-                                 [](const CheckFinding &f) { return f.fatal; });
-  report.summary = fatal == 0 ? checker.describeProven()
-                              : std::to_string(fatal) +
-                                    (fatal == 1 ? " finding" : " findings");
+  std::vector<int64_t> fatal = {countFatal(report)};
+  llvm::Error combined = checker.combine();
+  if (!combined)
+    combined = sumOverGroup(options.group, fatal);
+  if (combined) {
+    report.findings.push_back({"group",
+                               "the processes could not combine their "
+                               "reports: " +
+                                   llvm::toString(std::move(combined)),
+                               "", "", "", -1, {}, 0, true});
+  } else if (options.group && options.group->getProcess() != 0) {
+    // Process 0 reports; the others say only whether it is sound.
+    report.findings.clear();
+    if (fatal[0])
+      report.findings.push_back({"group",
+                                 std::to_string(fatal[0]) +
+                                     " findings, reported by process 0",
+                                 "", "", "", -1, {}, 0, true});
+  }
+  int64_t found = countFatal(report);
+  report.summary = found == 0 ? checker.describeProven()
+                              : std::to_string(found) +
+                                    (found == 1 ? " finding" : " findings");
   return report;
+}
+
+/// `f` as JSON: its parts where they apply.
+static llvm::json::Object findingToJson(const CheckFinding &f) {
+  llvm::json::Object finding{
+      {"kind", f.kind}, {"message", f.message}, {"fatal", f.fatal}};
+  if (!f.file.empty())
+    finding["file"] = f.file;
+  if (!f.tensor.empty())
+    finding["tensor"] = f.tensor;
+  if (!f.state.empty())
+    finding["state"] = f.state;
+  if (f.rank >= 0)
+    finding["rank"] = f.rank;
+  if (!f.element.empty())
+    finding["element"] = llvm::json::Array(f.element);
+  if (f.count)
+    finding["count"] = f.count;
+  return finding;
+}
+
+/// The finding `value` holds, as findingToJson wrote it (a process of the group
+/// sent it).
+static CheckFinding findingFromJson(const llvm::json::Object &value) {
+  CheckFinding f;
+  f.kind = value.getString("kind").value_or("").str();
+  f.message = value.getString("message").value_or("").str();
+  f.fatal = value.getBoolean("fatal").value_or(true);
+  f.file = value.getString("file").value_or("").str();
+  f.tensor = value.getString("tensor").value_or("").str();
+  f.state = value.getString("state").value_or("").str();
+  f.rank = value.getInteger("rank").value_or(-1);
+  f.count = value.getInteger("count").value_or(0);
+  if (const llvm::json::Array *element = value.getArray("element"))
+    for (const llvm::json::Value &index : *element)
+      f.element.push_back(index.getAsInteger().value_or(0));
+  return f;
+}
+
+/// Collective: process `from`'s `text` on process 0 (others: empty).
+static llvm::Expected<std::string> sendToFirst(ProcessGroup &group, int from,
+                                               std::string text) {
+  std::vector<int64_t> size = {
+      group.getProcess() == from ? int64_t(text.size()) : 0};
+  if (llvm::Error error = group.reduce(size, ProcessGroup::Reduction::Max))
+    return std::move(error);
+  text.resize(size[0]);
+  if (llvm::Error error = group.broadcast({text.data(), text.size()}, from))
+    return std::move(error);
+  return group.getProcess() == 0 ? text : std::string();
+}
+
+llvm::Error Checker::combine() {
+  ProcessGroup *group = options.group;
+  if (!group)
+    return llvm::Error::success();
+  // This process's findings, each with its unit.
+  llvm::json::Array mine;
+  size_t at = 0;
+  for (auto [unit, end] : unitEnds)
+    for (; at < end; ++at) {
+      llvm::json::Object finding = findingToJson(report.findings[at]);
+      finding["unit"] = int64_t(unit);
+      mine.push_back(std::move(finding));
+    }
+  std::string text = llvm::formatv("{0}", llvm::json::Value(std::move(mine)));
+  std::vector<std::pair<int64_t, CheckFinding>> all;
+  for (int from = 0; from < group->getProcessCount(); ++from) {
+    llvm::Expected<std::string> sent = sendToFirst(*group, from, text);
+    if (!sent)
+      return sent.takeError();
+    if (sent->empty())
+      continue;
+    llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*sent);
+    if (!parsed)
+      return parsed.takeError();
+    for (const llvm::json::Value &value : *parsed->getAsArray())
+      if (const llvm::json::Object *object = value.getAsObject())
+        all.push_back({object->getInteger("unit").value_or(0),
+                       findingFromJson(*object)});
+  }
+  if (group->getProcess() == 0) {
+    llvm::stable_sort(all, [](const auto &a, const auto &b) {
+      return a.first < b.first;
+    });
+    report.findings.clear();
+    for (auto &[unit, finding] : all)
+      report.findings.push_back(std::move(finding));
+  }
+  std::vector<int64_t> totals = {int64_t(report.stateArrays),
+                                 int64_t(report.records),
+                                 int64_t(report.paddings), report.bytesRead,
+                                 replicated};
+  if (llvm::Error error = sumOverGroup(group, totals))
+    return error;
+  report.stateArrays = totals[0];
+  report.records = totals[1];
+  report.paddings = totals[2];
+  report.bytesRead = totals[3];
+  replicated = totals[4] != 0;
+  return llvm::Error::success();
 }
 
 llvm::json::Value ucp::toJson(const CheckReport &report) {
   llvm::json::Array findings;
-  for (const CheckFinding &f : report.findings) {
-    llvm::json::Object finding{{"kind", f.kind},
-                               {"message", f.message},
-                               {"fatal", f.fatal}};
-    if (!f.file.empty())
-      finding["file"] = f.file;
-    if (!f.tensor.empty())
-      finding["tensor"] = f.tensor;
-    if (!f.state.empty())
-      finding["state"] = f.state;
-    if (f.rank >= 0)
-      finding["rank"] = f.rank;
-    if (!f.element.empty())
-      finding["element"] = llvm::json::Array(f.element);
-    if (f.count)
-      finding["count"] = f.count;
-    findings.push_back(std::move(finding));
-  }
+  for (const CheckFinding &f : report.findings)
+    findings.push_back(findingToJson(f));
   llvm::json::Object object{{"path", report.path},
                             {"sound", report.isSound()},
                             {"summary", report.summary},

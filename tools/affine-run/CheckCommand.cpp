@@ -7,6 +7,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "CheckCommand.h"
+#include "MpiRun.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Jobs/Check.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -45,14 +47,29 @@ static cl::opt<unsigned> checkThreads(
 static cl::opt<bool> checkQuiet("quiet", cl::desc("print no progress"),
                                 cl::sub(checkCommand), cl::cat(checkCategory));
 
+cl::SubCommand &getCheckCommand() { return checkCommand; }
+
 bool isCheckCommand() { return static_cast<bool>(checkCommand); }
 
-int runCheckCommand() {
+int runCheckCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
   llvm::parallel::strategy = llvm::hardware_concurrency(checkThreads);
   CheckOptions options;
   options.nonFiniteWeightsFatal = nonFiniteWeightsFatal;
+  if (MpiRun::isRequested()) {
+    llvm::Expected<ProcessGroup *> group =
+        mpi.startJob(checkThreads, arguments);
+    if (!group) {
+      llvm::errs() << ("affine-run: process " +
+                       std::to_string(mpi.getProcess()) + ": " +
+                       llvm::toString(group.takeError()) + "\n");
+      return 1;
+    }
+    options.group = *group;
+  }
+  // Process 0 speaks for the group.
+  bool reports = mpi.getProcess() == 0;
   auto last = std::chrono::steady_clock::now();
-  if (!checkQuiet)
+  if (!checkQuiet && reports)
     options.progress = [&](size_t done, size_t total, int64_t bytes) {
       auto now = std::chrono::steady_clock::now();
       if (done == total || now - last >= std::chrono::seconds(1)) {
@@ -64,9 +81,9 @@ int runCheckCommand() {
       return true;
     };
   CheckReport report = checkCheckpoint(checkPath, options);
-  if (checkJson) {
+  if (reports && checkJson) {
     llvm::outs() << llvm::formatv("{0:2}", toJson(report)) << "\n";
-  } else {
+  } else if (reports) {
     for (const CheckFinding &finding : report.findings)
       llvm::outs() << (finding.fatal ? "finding: " : "note: ")
                    << finding.message << "\n";

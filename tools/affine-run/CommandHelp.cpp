@@ -62,7 +62,9 @@ static const CommandHelp kCommands[] = {
      "split, the size on disk, and which commands apply)"},
     {"check",
      "affine-run check CKPT[/TAG]|UNIV|SAFETENSORS [--json] "
-     "[--nonfinite-weights-fatal] [--threads N] [--quiet]",
+     "[--nonfinite-weights-fatal] [--threads N] [--quiet]"
+     "\n  mpirun -np P affine-run check --mpi ... "
+     "[--mpi-timeout SECONDS]",
      "affine-run check ckpt\n    (follows ckpt/latest; exit 0 when every "
      "check holds, 1 with every finding, each naming the file, tensor, "
      "state, rank and first element)"},

@@ -35,9 +35,10 @@ struct MpiOptions {
                      "under mpirun). reshard: each process reads the source "
                      "rank files and writes the target rank files it holds. "
                      "ds-to-universal, ds-retarget, universal-to-ds, export, "
-                     "convert: every process reads the checkpoint (storage "
-                     "that all can read) and writes the output files given "
-                     "to it, divided by bytes; one commit for all"),
+                     "convert, check: every process reads the checkpoint "
+                     "(storage that all can read) and writes the output "
+                     "files (checks the tensors and files) given to it, "
+                     "divided by bytes; one commit (report) for all"),
             subs{all}, cl::cat(category)),
         sourceProcesses(
             "source-processes",

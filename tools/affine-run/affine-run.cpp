@@ -551,7 +551,7 @@ int main(int argc, char **argv) {
   MpiRun::registerOptions(reshardCommand,
                           {&ds::universalCommand, &ds::retargetCommand,
                            &ds::fromUniversalCommand, &ds::exportCommand,
-                           &ds::convertCommand},
+                           &ds::convertCommand, &getCheckCommand()},
                           category);
   cl::HideUnrelatedOptions({&category, &getDeepSpeedCategory()});
   setVersionPrinter("affine-run");
@@ -563,8 +563,13 @@ int main(int argc, char **argv) {
     return runInit();
   if (inspectCommand)
     return runInspect();
-  if (isCheckCommand())
-    return runCheckCommand();
+  if (isCheckCommand()) {
+    if (llvm::Error error = MpiRun::checkOptions())
+      return fail(llvm::toString(std::move(error)));
+    MpiRun mpi;
+    return mpi.finish(
+        runCheckCommand(mpi, llvm::ArrayRef<const char *>(argv, argc)));
+  }
   if (isDeepSpeedCommand()) {
     if (llvm::Error error = MpiRun::checkOptions())
       return fail(llvm::toString(std::move(error)));

@@ -49,11 +49,20 @@ struct CheckFinding {
   bool fatal = true;
 };
 
+class ProcessGroup;
+
 struct CheckOptions {
   /// Whether NaN or Inf in a weight (not a master or moment) is fatal.
   bool nonFiniteWeightsFatal = false;
-  /// Called with (files and tensors done, in all, bytes read).
+  /// Called with (files and tensors done, in all, bytes read): with a
+  /// group, this process's.
   ProgressFunction progress;
+  /// The processes that share the check (every one reads the checkpoint):
+  /// each checks the tensors and files given to it by bytes
+  /// (ucp/Engine/GroupOutputs.h), and process 0's report holds every
+  /// finding, in the order one process finds them, and the totals; every
+  /// process's report says whether the checkpoint is sound.
+  ProcessGroup *group = nullptr;
 };
 
 /// What a check read and found.
@@ -76,7 +85,8 @@ struct CheckReport {
 
 /// Checks the checkpoint at `path` (anything openCheckpoint reads, or a
 /// parent folder with `latest`). A checkpoint that cannot be read at all
-/// is a finding of kind "reader", not an error.
+/// is a finding of kind "reader", not an error; with a group, so is a
+/// group that cannot combine its reports (kind "group").
 CheckReport checkCheckpoint(llvm::StringRef path, const CheckOptions &options);
 
 /// `report` as JSON.

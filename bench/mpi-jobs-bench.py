@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""Times the DeepSpeed jobs under --mpi against one process and cp.
+
+    bench/mpi-jobs-bench.py [--checkpoint DIR] [--processes 1,2,4]
+        [--repetitions 3] [--bin DIR] [--mpirun "mpirun --oversubscribe"]
+
+On a DeepSpeed tag folder (by default the 322M-parameter bf16 ZeRO-2 DP 2
+checkpoint bench/deepspeed-bench.py generates), each round runs, in turns:
+`cp -r` of the folder (the copy floor: every byte read once and written
+once), ds-retarget to DP 3 in one process, and the same with --mpi under
+mpirun at each process count; then the same for ds-to-universal. The page
+cache is warm (each command reads what the one before read). Prints per
+command the median wall time, its ratio to cp and to the single process
+(the ratio of the medians and the median of each round's ratio).
+"""
+import argparse
+import os
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+BIN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build",
+                   "bin")
+
+parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+parser.add_argument("--checkpoint",
+                    default="/tmp/ucp-deepspeed-bench/checkpoint/step3")
+parser.add_argument("--work", default="/tmp/ucp-mpi-jobs-bench")
+parser.add_argument("--processes", default="1,2,4")
+parser.add_argument("--repetitions", type=int, default=3)
+parser.add_argument("--bin", default=BIN, help="the folder of the tools")
+parser.add_argument("--mpirun", default="mpirun --oversubscribe")
+args = parser.parse_args()
+
+
+def measure(command, output):
+    """Runs `command` writing `output` (removed before and after); returns
+    its wall seconds."""
+    shutil.rmtree(output, ignore_errors=True)
+    start = time.perf_counter()
+    result = subprocess.run(command, stdout=subprocess.DEVNULL)
+    seconds = time.perf_counter() - start
+    if result.returncode != 0:
+        sys.exit(f"{' '.join(command)} failed ({result.returncode})")
+    shutil.rmtree(output, ignore_errors=True)
+    return seconds
+
+
+def main():
+    run = os.path.join(args.bin, "affine-run")
+    mpirun = shlex.split(args.mpirun)
+    size = sum(os.path.getsize(os.path.join(args.checkpoint, f))
+               for f in os.listdir(args.checkpoint))
+    out = os.path.join(args.work, "out")
+    tag = os.path.join(out, "step3")
+    jobs = {
+        "ds-retarget --dp 3": ["ds-retarget", "--input_folder",
+                               args.checkpoint, "--output_folder", tag,
+                               "--dp", "3", "--quiet"],
+        "ds-to-universal": ["ds-to-universal", "--input_folder",
+                            args.checkpoint, "--output_folder", tag,
+                            "--inject_missing_state", "--quiet"],
+    }
+    counts = [int(n) for n in args.processes.split(",")]
+    samples = {}
+    for _ in range(args.repetitions):
+        samples.setdefault("cp", []).append(
+            measure(["cp", "-r", args.checkpoint, tag], out))
+        for job, arguments in jobs.items():
+            samples.setdefault((job, 0), []).append(
+                measure([run] + arguments, out))
+            for n in counts:
+                samples.setdefault((job, n), []).append(measure(
+                    mpirun + ["-np", str(n), run] + arguments + ["--mpi"],
+                    out))
+    floor = samples.pop("cp")
+    print(f"checkpoint: {size / 1e9:.2f} GB, {args.repetitions} rounds, "
+          f"medians; cp -r {statistics.median(floor):.2f} s")
+    print(f"{'job':<20} {'processes':>9} {'wall s':>7} {'x cp':>6} "
+          f"{'x alone':>8} {'paired':>7}")
+    for (job, n), runs in samples.items():
+        alone = samples[(job, 0)]
+        wall = statistics.median(runs)
+        paired = statistics.median(r / a for r, a in zip(runs, alone))
+        print(f"{job:<20} {n if n else 'alone':>9} {wall:7.2f} "
+              f"{wall / statistics.median(floor):6.2f} "
+              f"{wall / statistics.median(alone):8.2f} {paired:7.2f}")
+
+
+if __name__ == "__main__":
+    main()
