@@ -40,6 +40,7 @@ def measure(command, output):
     """Runs `command` writing `output` (removed before and after); returns
     its wall seconds."""
     shutil.rmtree(output, ignore_errors=True)
+    os.makedirs(output)
     start = time.perf_counter()
     result = subprocess.run(command, stdout=subprocess.DEVNULL)
     seconds = time.perf_counter() - start

@@ -401,10 +401,10 @@ Error DeepSpeedReader::run(llvm::StringRef folder) {
 }
 
 Expected<std::unique_ptr<DeepSpeedCheckpoint>>
-DeepSpeedCheckpoint::open(llvm::StringRef folder) {
+DeepSpeedCheckpoint::open(llvm::StringRef folder, CheckShare share) {
   auto checkpoint =
       std::unique_ptr<DeepSpeedCheckpoint>(new DeepSpeedCheckpoint());
-  DeepSpeedReader reader(*checkpoint);
+  DeepSpeedReader reader(*checkpoint, share);
   if (Error error = reader.run(folder))
     return std::move(error);
   return checkpoint;

@@ -224,8 +224,9 @@ struct LayerEntry {
 /// Reads a checkpoint into a DeepSpeedCheckpoint, one step per method.
 class DeepSpeedReader {
 public:
-  explicit DeepSpeedReader(DeepSpeedCheckpoint &checkpoint)
-      : checkpoint(checkpoint) {}
+  explicit DeepSpeedReader(DeepSpeedCheckpoint &checkpoint,
+                           CheckShare share = {})
+      : checkpoint(checkpoint), share(share) {}
   llvm::Error run(llvm::StringRef folder);
   /// Reads a Universal checkpoint folder instead
   /// (UniversalCheckpointReader.cpp).
@@ -350,6 +351,8 @@ private:
   const ModelStates &getModel(int64_t t) const { return models[t]; }
 
   DeepSpeedCheckpoint &checkpoint;
+  /// The part of the weights-against-masters check this process makes.
+  CheckShare share;
   CheckpointFiles files;
   std::vector<ModelStates> models;
   std::vector<TensorStates> optimizers;

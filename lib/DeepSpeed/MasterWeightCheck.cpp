@@ -28,6 +28,7 @@
 
 #include "DeepSpeedReader.h"
 #include "ucp/Element/FloatBits.h"
+#include "ucp/Engine/GroupOutputs.h"
 #include "ucp/Formats/Torch/PickleCursor.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
@@ -355,8 +356,15 @@ Error DeepSpeedReader::checkWeightsAgainstMasters() const {
   if (files.zero3)
     return Error::success();
   llvm::ArrayRef<DeepSpeedParam> params = checkpoint.params;
+  // This process's share of the parameters, by the bytes the check reads.
+  std::vector<int64_t> bytes;
+  for (const DeepSpeedParam &param : params)
+    bytes.push_back(getNumElements(param.tpMap.logicalShape).value_or(0));
+  std::vector<int> owners = divideByBytes(bytes, share.processes);
   std::vector<std::string> failures(params.size());
   llvm::parallelFor(0, params.size(), [&](size_t p) {
+    if (owners[p] != share.process)
+      return;
     for (int64_t rank = 0; rank < int64_t(params[p].tpShapes.size());
          ++rank) {
       if (!params[p].holdsShard(rank))

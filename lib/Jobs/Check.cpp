@@ -302,9 +302,13 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
                                  const CheckOptions &options) {
   CheckReport report;
   report.path = followCheckpointPointer(path, report.pointer);
+  // Across a group, each process makes its part of the reader's checks,
+  // and one process that cannot read it stops every one.
+  CheckShare share;
+  if (options.group)
+    share = {options.group->getProcess(), options.group->getProcessCount()};
   llvm::Expected<std::unique_ptr<CheckpointSource>> source =
-      openCheckpoint(report.path);
-  // Across a group, one process that cannot read it stops every one.
+      openCheckpoint(report.path, share);
   llvm::Error opened = source ? llvm::Error::success() : source.takeError();
   if (options.group)
     opened = options.group->agree(std::move(opened));

@@ -35,7 +35,8 @@ CheckpointFormat ucp::detectCheckpointFormat(llvm::StringRef folder) {
 }
 
 llvm::Expected<std::unique_ptr<CheckpointSource>>
-ucp::openCheckpoint(llvm::StringRef path) {
+ucp::openCheckpoint(llvm::StringRef path,
+                    CheckShare share) {
   auto lift =
       [](auto opened) -> llvm::Expected<std::unique_ptr<CheckpointSource>> {
     if (!opened)
@@ -50,7 +51,7 @@ ucp::openCheckpoint(llvm::StringRef path) {
   case CheckpointFormat::DeepSpeed:
     break;
   }
-  return lift(DeepSpeedCheckpoint::open(path));
+  return lift(DeepSpeedCheckpoint::open(path, share));
 }
 
 std::string ucp::followCheckpointPointer(llvm::StringRef path,

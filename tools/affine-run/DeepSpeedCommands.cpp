@@ -50,8 +50,17 @@ static std::string describeGroup() {
                   : "";
 }
 
+/// This process's part of the checks a DeepSpeed checkpoint makes on open:
+/// with a group, the processes share them.
+static CheckShare getCheckShare() {
+  if (!jobGroup)
+    return {};
+  return {jobGroup->getProcess(), jobGroup->getProcessCount()};
+}
+
 /// `opened`, once every process of the group has opened its input (an
-/// input one process cannot read fails them all).
+/// input one process cannot read fails them all, and the checks each made
+/// of it are the whole check).
 template <typename T>
 static llvm::Expected<T> agreeOnInput(llvm::Expected<T> opened) {
   if (!jobGroup)
@@ -105,7 +114,7 @@ static int runExport() {
   if (exportFolder.empty())
     return fail("--out is required");
   llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
-      agreeOnInput(openCheckpoint(getInputFolder()));
+      agreeOnInput(openCheckpoint(getInputFolder(), getCheckShare()));
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   return writeModel(**checkpoint, exportFolder);
@@ -342,7 +351,7 @@ static int runConvert() {
                 convertSource + " is a DeepSpeed checkpoint");
   if (convertTarget == ConvertTarget::Safetensors) {
     llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
-        agreeOnInput(openCheckpoint(convertSource));
+        agreeOnInput(openCheckpoint(convertSource, getCheckShare()));
     if (!checkpoint)
       return fail(llvm::toString(checkpoint.takeError()));
     return writeModel(**checkpoint, getOutputFolder());
@@ -351,13 +360,14 @@ static int runConvert() {
     llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
         agreeOnInput(format == CheckpointFormat::Universal
                          ? DeepSpeedCheckpoint::openUniversal(convertSource)
-                         : DeepSpeedCheckpoint::open(convertSource));
+                         : DeepSpeedCheckpoint::open(convertSource,
+                                                     getCheckShare()));
     if (!checkpoint)
       return fail(llvm::toString(checkpoint.takeError()));
     return runRetarget(**checkpoint);
   }
   llvm::Expected<std::unique_ptr<CheckpointSource>> weights =
-      agreeOnInput(openCheckpoint(convertSource));
+      agreeOnInput(openCheckpoint(convertSource, getCheckShare()));
   if (!weights)
     return fail(llvm::toString(weights.takeError()));
   llvm::Expected<FreshCheckpointOptions> options =
@@ -394,7 +404,8 @@ static int runCommand() {
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
       agreeOnInput(fromUniversalCommand
                        ? DeepSpeedCheckpoint::openUniversal(inputFolder)
-                       : DeepSpeedCheckpoint::open(inputFolder));
+                       : DeepSpeedCheckpoint::open(inputFolder,
+                                                   getCheckShare()));
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   if (retargetCommand || fromUniversalCommand)

@@ -128,6 +128,18 @@ struct FreshCheckpointOptions {
   std::optional<llvm::json::Value> universalInfo;
 };
 
+/// Which part of the checks made on opening a DeepSpeed checkpoint this
+/// process makes: of the module weights compared with their fp32 masters
+/// (every byte of both read), only those of the parameters given to
+/// process `process` of `processes`, divided by bytes as a group divides
+/// its work (ucp/Engine/GroupOutputs.h). Every other check is made whole.
+/// The group's agreement on the open then makes the whole check; the
+/// default is one process making all of it.
+struct CheckShare {
+  int process = 0;
+  int processes = 1;
+};
+
 /// A DeepSpeed checkpoint folder, validated and memory-mapped. As a
 /// CheckpointSource its tensors are the trainable parameters (in getParams()
 /// order, each over the grid with its fp32 master and, once the optimizer
@@ -138,7 +150,7 @@ class DeepSpeedCheckpoint final : public CheckpointSource {
 public:
   /// Opens the checkpoint in `folder` (`CKPT/TAG`).
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
-  open(llvm::StringRef folder);
+  open(llvm::StringRef folder, CheckShare share = {});
   /// Opens the Universal checkpoint in `folder` (DeepSpeed's
   /// ds_to_universal output, or ds-to-universal's) as the checkpoint of
   /// one DP rank holding every parameter whole: each parameter's map

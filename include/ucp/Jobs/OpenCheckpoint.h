@@ -10,6 +10,7 @@
 #define UCP_JOBS_OPENCHECKPOINT_H
 
 #include "ucp/Checkpoint/CheckpointModel.h"
+#include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
 
 #include <memory>
 
@@ -35,9 +36,11 @@ CheckpointFormat detectCheckpointFormat(llvm::StringRef path);
 /// (setting `pointer` to the pointer file followed); else `path`.
 std::string followCheckpointPointer(llvm::StringRef path, std::string &pointer);
 
-/// Opens `path` with the reader of its format.
+/// Opens `path` with the reader of its format; a DeepSpeed checkpoint
+/// makes `share`'s part of its checks (CheckShare).
 llvm::Expected<std::unique_ptr<CheckpointSource>>
-openCheckpoint(llvm::StringRef path);
+openCheckpoint(llvm::StringRef path,
+               CheckShare share = {});
 
 } // namespace ucp
 
