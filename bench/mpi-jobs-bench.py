@@ -6,8 +6,8 @@
 
 On a DeepSpeed tag folder (by default the 322M-parameter bf16 ZeRO-2 DP 2
 checkpoint bench/deepspeed-bench.py generates), each round runs, in turns:
-`cp -r` of the folder (the copy floor: every byte read once and written
-once), ds-retarget to DP 3 in one process, and the same with --mpi under
+`cp -r` of the folder and `sync` (the copy floor: every byte read once
+and written once, on disk when it returns, as the jobs' outputs are), ds-retarget to DP 3 in one process, and the same with --mpi under
 mpirun at each process count; then the same for ds-to-universal. The page
 cache is warm (each command reads what the one before read). Prints per
 command the median wall time, its ratio to cp and to the single process
@@ -68,8 +68,9 @@ def main():
     counts = [int(n) for n in args.processes.split(",")]
     samples = {}
     for _ in range(args.repetitions):
-        samples.setdefault("cp", []).append(
-            measure(["cp", "-r", args.checkpoint, tag], out))
+        samples.setdefault("cp", []).append(measure(
+            ["sh", "-c", 'cp -r "$0" "$1" && sync', args.checkpoint, tag],
+            out))
         for job, arguments in jobs.items():
             samples.setdefault((job, 0), []).append(
                 measure([run] + arguments, out))
@@ -79,7 +80,7 @@ def main():
                     out))
     floor = samples.pop("cp")
     print(f"checkpoint: {size / 1e9:.2f} GB, {args.repetitions} rounds, "
-          f"medians; cp -r {statistics.median(floor):.2f} s")
+          f"medians; cp -r and sync {statistics.median(floor):.2f} s")
     print(f"{'job':<20} {'processes':>9} {'wall s':>7} {'x cp':>6} "
           f"{'x alone':>8} {'paired':>7}")
     for (job, n), runs in samples.items():
