@@ -43,8 +43,9 @@ public:
       : source(source), options(options), report(report) {}
 
   /// Divides the tensors, the paddings and the files among the processes
-  /// of the options' group (all to this process without one).
-  void divide();
+  /// of the options' group (all to this process without one), and returns
+  /// what they must agree on: what they read and who checks what.
+  GroupFingerprint divide();
   void checkTensors();
   void checkPaddings();
   void checkContainers();
@@ -157,7 +158,7 @@ void Checker::checkState(size_t index, TensorState state, DType type) {
   ++report.stateArrays;
 }
 
-void Checker::divide() {
+GroupFingerprint Checker::divide() {
   llvm::ArrayRef<CheckpointTensor> tensors = source.getTensors();
   for (const CheckpointTensor &tensor : tensors) {
     int64_t bytes = 0;
@@ -179,6 +180,13 @@ void Checker::divide() {
   share.divide(options.group);
   // Progress counts tensors and files.
   total = share.countMine() - share.isMine(paddingUnit);
+  GroupFingerprint plan;
+  plan.addValue("the job", "check");
+  addInputFiles(plan, source.getFiles());
+  for (const CheckpointTensor &tensor : tensors)
+    plan.addMap("the map of '" + tensor.name + "'", tensor.map);
+  share.addTo(plan);
+  return plan;
 }
 
 void Checker::checkTensors() {
@@ -319,7 +327,17 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
     return report;
   }
   Checker checker(**source, options, report);
-  checker.divide();
+  GroupFingerprint plan = checker.divide();
+  // Processes that read other files would each check a part of their own
+  // checkpoint, and a unit none of them holds would go unchecked.
+  if (options.group)
+    if (llvm::Error error = agreeOnFingerprint(*options.group, plan)) {
+      report.findings.push_back({"group", llvm::toString(std::move(error)),
+                                 "", "", "", -1, {}, 0, true});
+      report.summary = "nothing proven: the processes disagree on the "
+                       "checkpoint";
+      return report;
+    }
   checker.checkTensors();
   checker.checkPaddings();
   checker.checkContainers();
