@@ -18,6 +18,7 @@
 #include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Jobs/OpenCheckpoint.h"
 #include "ucp/Map/Indexing.h"
+#include "ucp/Support/Error.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FileSystem.h"
@@ -441,7 +442,11 @@ llvm::Error Checker::combine() {
     llvm::Expected<llvm::json::Value> parsed = llvm::json::parse(*sent);
     if (!parsed)
       return parsed.takeError();
-    for (const llvm::json::Value &value : *parsed->getAsArray())
+    const llvm::json::Array *findings = parsed->getAsArray();
+    if (!findings)
+      return makeError("process " + std::to_string(from) +
+                       " sent findings that are not a list");
+    for (const llvm::json::Value &value : *findings)
       if (const llvm::json::Object *object = value.getAsObject())
         all.push_back({object->getInteger("unit").value_or(0),
                        findingFromJson(*object)});
