@@ -198,10 +198,7 @@ llvm::Error MpiGroup::broadcast(llvm::MutableArrayRef<char> bytes, int root) {
   return waitAll(request, "hearing from process " + std::to_string(root));
 }
 
-void MpiGroup::markOutputWritten() {
-  ++outputs;
-  injectFault(outputs);
-}
+void MpiGroup::markOutputWritten() { injectFault(++outputs); }
 
 void MpiGroup::injectFault(int64_t step) {
   if (options.fault.kind == InjectedFault::None ||

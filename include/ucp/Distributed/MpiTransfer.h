@@ -25,6 +25,7 @@
 
 #include <mpi.h>
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <set>
@@ -139,8 +140,9 @@ private:
   int process = 0;
   int processCount = 1;
   int64_t batches = 0;
-  /// The outputs a job has written on this process (markOutputWritten).
-  int64_t outputs = 0;
+  /// The outputs a job has written on this process (markOutputWritten,
+  /// called from the job's threads).
+  std::atomic<int64_t> outputs{0};
   int64_t bytesSent = 0;
   bool broken = false;
   std::map<int, MessageBuffer> sendBuffers, receiveBuffers;
