@@ -502,28 +502,18 @@ ucp::retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
     return std::move(planned);
   GroupFingerprint plan = retargeter.divideOutputs();
   // DeepSpeed's load_checkpoint finds the tag through latest.
-  std::string pointerNote;
-  Error written = writeFolderTogether(
-      options.group, *folder, plan,
-      [&](llvm::function_ref<Error(llvm::StringRef)> write) -> Error {
-        Expected<std::string> note = writeCheckpointFolder(
-            *folder, "latest", checkpoint.getFolder(), write,
-            options.syncOutputs);
-        if (!note)
-          return note.takeError();
-        pointerNote = std::move(*note);
-        return Error::success();
-      },
+  Expected<std::string> pointerNote = writeCheckpointFolderTogether(
+      options.group, *folder, "latest", checkpoint.getFolder(), plan,
       [&](llvm::StringRef staged) { return retargeter.write(staged); },
       options.syncOutputs);
-  if (written)
-    return std::move(written);
+  if (!pointerNote)
+    return pointerNote.takeError();
   std::vector<int64_t> totals = {int64_t(retargeter.getFilesWritten()),
                                  retargeter.getBytesWritten()};
   if (Error error = sumOverGroup(options.group, totals))
     return std::move(error);
   RetargetStats stats;
-  stats.pointerNote = std::move(pointerNote);
+  stats.pointerNote = std::move(*pointerNote);
   stats.files = totals[0];
   stats.bytesWritten = totals[1];
   stats.seconds =

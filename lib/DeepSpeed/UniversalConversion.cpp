@@ -522,31 +522,21 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
   // Missing parent folders are made, as DeepSpeed's converter makes them
   // (and removed again if the conversion fails); DeepSpeed's loader finds
   // the conversion through latest_universal.
-  std::string pointerNote;
-  Error written = writeFolderTogether(
-      options.group, *folder, plan,
-      [&](llvm::function_ref<Error(llvm::StringRef)> write) -> Error {
-        Expected<std::string> note = writeCheckpointFolder(
-            *folder, "latest_universal", checkpoint.getFolder(), write,
-            options.syncOutputs);
-        if (!note)
-          return note.takeError();
-        pointerNote = std::move(*note);
-        return Error::success();
-      },
+  Expected<std::string> pointerNote = writeCheckpointFolderTogether(
+      options.group, *folder, "latest_universal", checkpoint.getFolder(), plan,
       [&](llvm::StringRef staged) { return converter.write(staged); },
       options.syncOutputs);
-  if (written)
-    return std::move(written);
+  if (!pointerNote)
+    return pointerNote.takeError();
   std::vector<int64_t> totals = {int64_t(converter.getFilesWritten()),
                                  converter.getBytesWritten()};
   if (Error error = sumOverGroup(options.group, totals))
     return std::move(error);
   UniversalStats stats;
   stats.notices = getMissingStateNotices(checkpoint);
-  stats.pointerWritten = pointerNote.empty();
-  if (!pointerNote.empty())
-    stats.notices.push_back(std::move(pointerNote));
+  stats.pointerWritten = pointerNote->empty();
+  if (!pointerNote->empty())
+    stats.notices.push_back(std::move(*pointerNote));
   stats.parameters = converter.getPlans().size();
   stats.files = totals[0];
   stats.bytesWritten = totals[1];

@@ -2,6 +2,7 @@
 
 #include "ucp/Engine/GroupOutputs.h"
 #include "ucp/Engine/ProcessGroup.h"
+#include "ucp/Support/CheckpointFolder.h"
 #include "ucp/Support/Error.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -155,6 +156,27 @@ llvm::Error ucp::writeFolderTogether(
     return std::move(*written);
   }
   return outcome;
+}
+
+llvm::Expected<std::string> ucp::writeCheckpointFolderTogether(
+    ProcessGroup *group, llvm::StringRef folder, llvm::StringRef pointer,
+    llvm::StringRef input, const GroupFingerprint &plan,
+    llvm::function_ref<llvm::Error(llvm::StringRef)> write, bool durable) {
+  std::string pointerNote;
+  auto commit =
+      [&](llvm::function_ref<llvm::Error(llvm::StringRef)> staged)
+      -> llvm::Error {
+    llvm::Expected<std::string> note =
+        writeCheckpointFolder(folder, pointer, input, staged, durable);
+    if (!note)
+      return note.takeError();
+    pointerNote = std::move(*note);
+    return llvm::Error::success();
+  };
+  if (llvm::Error error =
+          writeFolderTogether(group, folder, plan, commit, write, durable))
+    return std::move(error);
+  return pointerNote;
 }
 
 llvm::Error ucp::sumOverGroup(ProcessGroup *group,

@@ -563,19 +563,14 @@ int main(int argc, char **argv) {
     return runInit();
   if (inspectCommand)
     return runInspect();
-  if (isCheckCommand()) {
+  // The jobs that divide their work under --mpi.
+  if (auto *job = isCheckCommand()       ? &runCheckCommand
+                  : isDeepSpeedCommand() ? &runDeepSpeedCommand
+                                         : nullptr) {
     if (llvm::Error error = MpiRun::checkOptions())
       return fail(llvm::toString(std::move(error)));
     MpiRun mpi;
-    return mpi.finish(
-        runCheckCommand(mpi, llvm::ArrayRef<const char *>(argv, argc)));
-  }
-  if (isDeepSpeedCommand()) {
-    if (llvm::Error error = MpiRun::checkOptions())
-      return fail(llvm::toString(std::move(error)));
-    MpiRun mpi;
-    return mpi.finish(
-        runDeepSpeedCommand(mpi, llvm::ArrayRef<const char *>(argv, argc)));
+    return mpi.finish(job(mpi, llvm::ArrayRef<const char *>(argv, argc)));
   }
   const char *command = extractCommand   ? "extract"
                         : rebuildCommand ? "rebuild"

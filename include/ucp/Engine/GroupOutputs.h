@@ -79,6 +79,15 @@ writeFolderTogether(ProcessGroup *group, llvm::StringRef folder,
                     llvm::function_ref<llvm::Error(llvm::StringRef)> write,
                     bool durable);
 
+/// writeFolderTogether for a checkpoint folder and its pointer file:
+/// process 0 commits with writeCheckpointFolder (ucp/Support/
+/// CheckpointFolder.h). Returns what was done with the pointer, for the
+/// user: empty when it was written (and on every process but 0).
+llvm::Expected<std::string> writeCheckpointFolderTogether(
+    ProcessGroup *group, llvm::StringRef folder, llvm::StringRef pointer,
+    llvm::StringRef input, const GroupFingerprint &plan,
+    llvm::function_ref<llvm::Error(llvm::StringRef)> write, bool durable);
+
 /// Adds the names and sizes of the input files `files` to `fingerprint`,
 /// so that processes reading other files (a node that sees another
 /// version of the checkpoint) disagree.
