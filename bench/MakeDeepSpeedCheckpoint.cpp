@@ -51,6 +51,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <mutex>
 
@@ -114,6 +115,13 @@ static cl::opt<std::string> breakReplica(
     cl::desc("write this TP-replicated parameter's fp32 master on the last "
              "TP rank with its first element changed: a checkpoint whose "
              "replicas disagree, for the tests of the replica checks"),
+    cl::value_desc("name"), cl::cat(generatorCategory));
+static cl::opt<std::string> nanMaster(
+    "nan-master",
+    cl::desc("write this parameter's first element on each TP rank as NaN, "
+             "its fp32 master and its weight alike, as a run that diverged "
+             "saves them: a checkpoint the reader opens and `check` finds "
+             "unsound, for the tests of the value checks"),
     cl::value_desc("name"), cl::cat(generatorCategory));
 static cl::opt<bool> recordAffineMap(
     "affine-map",
@@ -265,6 +273,9 @@ static void fillFlat(const Model &model, size_t g, State state, DType type,
       if (x == param.offset && state == State::Fp32 && param.splitDim < 0 &&
           param.name == breakReplica && model.tpRank == tpDegree - 1)
         value += 1.0f;
+      // The diverged parameter: its master, and the weight rounded from it.
+      if (x == param.offset && state == State::Fp32 && param.name == nanMaster)
+        value = std::nanf("");
       store(type, data, x - base, value);
     }
   }

@@ -3,6 +3,8 @@
 #include "ucp/Checkpoint/CheckpointModel.h"
 #include "ucp/Engine/Executor.h"
 #include "ucp/Map/Indexing.h"
+#include "ucp/Support/InputFile.h"
+#include "ucp/Support/MappedFileReader.h"
 
 using namespace ucp;
 
@@ -75,4 +77,20 @@ ProgramRun CheckpointSource::getRun(size_t index, TensorState state,
     if (const char *data = getShard(index, state, shard.rank))
       run.buffers.sources[shard.rank] = data;
   return run;
+}
+
+void CheckpointSource::releaseShard(size_t index, TensorState state,
+                                    int64_t rank, const char *data,
+                                    size_t bytes) const {
+  if (const llvm::MemoryBuffer *buffer = getShardBuffer(index, state, rank))
+    releaseMappedPages(*buffer, data, bytes);
+}
+
+llvm::Error CheckpointSource::readShard(
+    size_t index, TensorState state, int64_t rank, size_t from, size_t bytes,
+    size_t chunkBytes,
+    llvm::function_ref<void(llvm::StringRef, size_t)> consume) const {
+  return readMappedBytes(getShardBuffer(index, state, rank),
+                         getShard(index, state, rank) + from, bytes,
+                         chunkBytes, consume);
 }

@@ -404,6 +404,8 @@ Expected<std::unique_ptr<DeepSpeedCheckpoint>>
 DeepSpeedCheckpoint::open(llvm::StringRef folder, CheckShare share) {
   auto checkpoint =
       std::unique_ptr<DeepSpeedCheckpoint>(new DeepSpeedCheckpoint());
+  if (share.keepReads)
+    checkpoint->openReads = std::make_unique<OpenReads>();
   DeepSpeedReader reader(*checkpoint, share);
   if (Error error = reader.run(folder))
     return std::move(error);
@@ -420,18 +422,25 @@ DeepSpeedCheckpoint::openUniversal(llvm::StringRef folder) {
   return checkpoint;
 }
 
-void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,
-                                               int64_t rank, TensorState state,
-                                               const char *data,
-                                               size_t bytes) const {
+const llvm::MemoryBuffer *
+DeepSpeedCheckpoint::getFragmentBuffer(const DeepSpeedParam &param,
+                                       int64_t rank, TensorState state) const {
   if (isFresh())
-    return freshSource->releaseShard(freshIndex[getIndex(param)],
-                                     TensorState::Weight, 0, data, bytes);
+    return freshSource->getShardBuffer(freshIndex[getIndex(param)],
+                                       TensorState::Weight, 0);
   const TorchFile &file =
       isUniversal()
           ? *universalFiles[getIndex(param)][static_cast<size_t>(state)]
           : *ranks[rank].file;
-  file.releasePages(data, bytes);
+  return &file.getBuffer();
+}
+
+void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,
+                                               int64_t rank, TensorState state,
+                                               const char *data,
+                                               size_t bytes) const {
+  if (const llvm::MemoryBuffer *buffer = getFragmentBuffer(param, rank, state))
+    releaseMappedPages(*buffer, data, bytes);
 }
 
 ProgramRun

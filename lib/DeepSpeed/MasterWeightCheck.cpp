@@ -27,11 +27,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
-#include "ucp/Element/FloatBits.h"
+#include "ucp/Checkpoint/MasterRounding.h"
 #include "ucp/Engine/GroupOutputs.h"
 #include "ucp/Formats/Torch/PickleCursor.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/Error.h"
+#include "ucp/Support/Crc32.h"
+#include "ucp/Support/MappedFileReader.h"
 
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -43,82 +45,6 @@ using namespace ucp;
 using llvm::Error;
 
 namespace {
-
-/// Whether the weight element `weight` (of `type`) is the fp32 `master`
-/// written to that type as DeepSpeed writes it.
-bool matchesMaster(DType type, const char *weight, float master) {
-  uint32_t bits = ucpFloatToBits(master);
-  bool nan = (bits & 0x7fffffffu) > 0x7f800000u;
-  switch (type) {
-  case DType::F32: {
-    uint32_t stored;
-    std::memcpy(&stored, weight, sizeof(stored));
-    return stored == bits || (nan && (stored & 0x7fffffffu) > 0x7f800000u);
-  }
-  case DType::BF16: {
-    uint16_t stored;
-    std::memcpy(&stored, weight, sizeof(stored));
-    return stored == ucpFloatToBfloat(master) ||
-           (nan && (stored & 0x7fffu) > 0x7f80u);
-  }
-  case DType::F16: {
-    uint16_t stored;
-    std::memcpy(&stored, weight, sizeof(stored));
-    return stored == ucpFloatToHalf(master) ||
-           (nan && (stored & 0x7fffu) > 0x7c00u);
-  }
-  default:
-    return true; // Not a type masters are written to.
-  }
-}
-
-/// Whether all `count` row-major weights of `type` at `weights` are their
-/// fp32 masters at `masters` written to that type (matchesMaster). The
-/// common types are compared without branches, so that the compiler
-/// vectorizes the loop: this runs over every trainable weight on open.
-bool allMatchMasters(DType type, const char *weights, const char *masters,
-                     int64_t count) {
-  int64_t differ = 0;
-  auto masterBits = [&](int64_t i) {
-    uint32_t bits;
-    std::memcpy(&bits, masters + 4 * i, 4);
-    return bits;
-  };
-  switch (type) {
-  case DType::BF16:
-    for (int64_t i = 0; i < count; ++i) {
-      uint16_t stored;
-      std::memcpy(&stored, weights + 2 * i, 2);
-      uint32_t bits = masterBits(i);
-      unsigned nan = (bits & 0x7fffffffu) > 0x7f800000u;
-      // ucpFloatToBfloat's rounding of a non-NaN, written inline so that
-      // the loop has no branch.
-      uint16_t rounded = (bits + 0x7fff + ((bits >> 16) & 1)) >> 16;
-      unsigned storedNan = (stored & 0x7fffu) > 0x7f80u;
-      // A NaN master matches any NaN weight; others, the rounded bits.
-      differ += (nan & (storedNan ^ 1u)) | ((nan ^ 1u) & (stored != rounded));
-    }
-    return differ == 0;
-  case DType::F32:
-    for (int64_t i = 0; i < count; ++i) {
-      uint32_t stored;
-      std::memcpy(&stored, weights + 4 * i, 4);
-      uint32_t bits = masterBits(i);
-      unsigned nan = (bits & 0x7fffffffu) > 0x7f800000u;
-      unsigned storedNan = (stored & 0x7fffffffu) > 0x7f800000u;
-      differ += (nan & (storedNan ^ 1u)) | ((nan ^ 1u) & (stored != bits));
-    }
-    return differ == 0;
-  default:
-    for (int64_t i = 0; i < count; ++i) {
-      float master;
-      std::memcpy(&master, masters + 4 * i, 4);
-      if (!matchesMaster(type, weights + i * getElementSize(type), master))
-        return false;
-    }
-    return true;
-  }
-}
 
 std::string formatValue(double value) {
   // Enough digits to tell two floats apart.
@@ -251,12 +177,78 @@ getWeightCopies(const DeepSpeedCheckpoint &checkpoint,
   return copies;
 }
 
+/// A run of row-major weights and their masters, each side in a file.
+struct FileRun {
+  /// Null where that side's bytes are in memory.
+  const llvm::MemoryBuffer *weightFile, *masterFile;
+  DType type;
+  const char *weights, *masters;
+  int64_t count;
+};
+
+/// Whether the run's weights match their masters (allMatchMasters), both
+/// read from their files a chunk at a time, each chunk compared while it
+/// is in the cache. With `kept`, what a `check` that follows would read
+/// them for is kept as well: the masters' values scanned into `masterScan`
+/// and both sides' CRC-32s recorded.
+static llvm::Expected<bool> compareRunInFiles(const FileRun &run,
+                                              OpenReads *kept,
+                                              ValueScan &masterScan) {
+  if (!run.weightFile || !run.masterFile)
+    kept = nullptr; // Bytes in no file have no CRC to keep.
+  llvm::Expected<MappedFileReader> weightFile =
+      MappedFileReader::open(run.weightFile);
+  if (!weightFile)
+    return weightFile.takeError();
+  llvm::Expected<MappedFileReader> masterFile =
+      MappedFileReader::open(run.masterFile);
+  if (!masterFile)
+    return masterFile.takeError();
+  constexpr int64_t kChunkElements = int64_t(1) << 15; // 128 KiB of masters.
+  int64_t size = getElementSize(run.type);
+  int64_t chunk = std::min(kChunkElements, run.count);
+  std::vector<char> weightBytes(chunk * size), masterBytes(chunk * 4);
+  uint32_t weightCrc = 0, masterCrc = 0;
+  for (int64_t at = 0; at < run.count; at += chunk) {
+    int64_t n = std::min(chunk, run.count - at);
+    llvm::Expected<llvm::StringRef> weight = weightFile->read(
+        run.weights + at * size, n * size, weightBytes.data());
+    if (!weight)
+      return weight.takeError();
+    llvm::Expected<llvm::StringRef> master =
+        masterFile->read(run.masters + at * 4, n * 4, masterBytes.data());
+    if (!master)
+      return master.takeError();
+    if (!allMatchMasters(run.type, weight->data(), master->data(), n))
+      return false;
+    if (!kept)
+      continue;
+    masterScan.add(master->data(), n);
+    weightCrc = combineCrc32(weightCrc, computeCrc32(*weight), weight->size());
+    masterCrc = combineCrc32(masterCrc, computeCrc32(*master), master->size());
+  }
+  if (kept) {
+    auto record = [&](const llvm::MemoryBuffer *file, const char *bytes,
+                      int64_t length, uint32_t crc) {
+      kept->crcs.add(file->getBufferIdentifier(),
+                     bytes - file->getBufferStart(), length, crc);
+    };
+    record(run.weightFile, run.weights, run.count * size, weightCrc);
+    record(run.masterFile, run.masters, run.count * 4, masterCrc);
+  }
+  return true;
+}
+
 /// Compares `param`'s weights on model-parallel rank `rank` with the fp32
 /// masters of that rank's fragments; returns what differs, or "".
+/// With `kept`, keeps what it read for a `check` that follows (OpenReads):
+/// the CRC-32s, and the value scan of each master fragment it read whole
+/// from its file, under tensor `index`.
 static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
                                       const DeepSpeedParam &param,
-                                      int64_t rank,
-                                      llvm::ArrayRef<WeightBlock> blocks) {
+                                      size_t index, int64_t rank,
+                                      llvm::ArrayRef<WeightBlock> blocks,
+                                      OpenReads *keep) {
   if (blocks.empty())
     return "";
   int64_t outer = param.tpShapes.size();
@@ -268,6 +260,12 @@ static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
     int64_t gridRank = d * outer + rank;
     TensorData master =
         checkpoint.getFragment(param, gridRank, TensorState::Master);
+    const llvm::MemoryBuffer *masterFile =
+        checkpoint.getFragmentBuffer(param, gridRank, TensorState::Master);
+    // The scan is kept only where every run of the fragment was read from
+    // the files.
+    OpenReads *kept = masterFile ? keep : nullptr;
+    ValueScan masterScan(TensorState::Master, DType::F32, gridRank);
     for (int64_t i = 0; i < master.shape[0];) {
       int64_t element = start + i;
       while (element >= blocks[b].first + blocks[b].count)
@@ -279,13 +277,20 @@ static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
       // the first and count) or is strided.
       int64_t end = std::min<int64_t>(master.shape[0],
                                       block.first + block.count - start);
-      if (block.rowMajor &&
-          allMatchMasters(block.data.dtype,
-                          getWeightElement(block, element, blockShape),
-                          master.data + 4 * i, end - i)) {
-        i = end;
-        continue;
+      if (block.rowMajor) {
+        llvm::Expected<bool> match = compareRunInFiles(
+            {&block.holder->getBuffer(), masterFile, block.data.dtype,
+             getWeightElement(block, element, blockShape),
+             master.data + 4 * i, end - i},
+            kept, masterScan);
+        if (!match)
+          return llvm::toString(match.takeError());
+        if (*match) {
+          i = end;
+          continue;
+        }
       }
+      kept = nullptr;
       for (; i < end; ++i) {
         const char *weight = getWeightElement(block, start + i, blockShape);
         float value;
@@ -301,7 +306,9 @@ static std::string compareWithMasters(const DeepSpeedCheckpoint &checkpoint,
       }
     }
     start += master.shape[0];
-    // Read once here; the job reads them again from the page cache.
+    if (kept)
+      kept->addScan(index, TensorState::Master, gridRank, masterScan);
+    // Pages the element-by-element comparison mapped in, read once.
     checkpoint.releaseFragmentPages(param, gridRank, TensorState::Master,
                                     master.data, master.shape[0] * 4);
   }
@@ -376,7 +383,8 @@ Error DeepSpeedReader::checkWeightsAgainstMasters() const {
         return;
       }
       for (const WeightCopy &copy : *copies) {
-        failures[p] = compareWithMasters(checkpoint, params[p], rank, copy);
+        failures[p] = compareWithMasters(checkpoint, params[p], p, rank, copy,
+                                         checkpoint.openReads.get());
         if (!failures[p].empty())
           return;
         for (const WeightBlock &block : copy)

@@ -124,15 +124,18 @@ const char *DeepSpeedCheckpoint::getShard(size_t index, TensorState state,
   return savedShards[index - params.size()][rank].data;
 }
 
-void DeepSpeedCheckpoint::releaseShard(size_t index, TensorState state,
-                                       int64_t rank, const char *data,
-                                       size_t bytes) const {
+const llvm::MemoryBuffer *
+DeepSpeedCheckpoint::getShardBuffer(size_t index, TensorState state,
+                                    int64_t rank) const {
   if (index < params.size())
-    releaseFragmentPages(params[index], rank, state, data, bytes);
-  else if (llvm::none_of(savedCopies, [&](const std::string &copy) {
-             return copy.data() == data;
-           }))
-    savedShards[index - params.size()][rank].file->releasePages(data, bytes);
+    return getFragmentBuffer(params[index], rank, state);
+  const SavedShard &saved = savedShards[index - params.size()][rank];
+  // A saved tensor made whole in memory (savedCopies) is in no file.
+  if (llvm::any_of(savedCopies, [&](const std::string &copy) {
+        return copy.data() == saved.data;
+      }))
+    return nullptr;
+  return &saved.file->getBuffer();
 }
 
 Error DeepSpeedCheckpoint::checkComplete() const {

@@ -11,6 +11,8 @@
 #ifndef UCP_LIB_ENGINE_STREAMINGSTORES_H
 #define UCP_LIB_ENGINE_STREAMINGSTORES_H
 
+#include "ucp/Support/CpuFeatures.h"
+
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -58,8 +60,7 @@ constexpr int64_t kWideRunBytes = 4096;
 constexpr int64_t kChunkBytes = 4096;
 constexpr int64_t kChunksPerBlock = 4;
 
-#if defined(__x86_64__)
-#define UCP_HAVE_X86_VECTOR_PATHS 1
+#if UCP_HAVE_X86_VECTOR_PATHS
 /// Streams the 32-byte vector number `vector` of `src` to `dst`.
 __attribute__((target("avx2"))) inline void
 streamVector32(char *dst, const char *src, int64_t vector) {
@@ -103,11 +104,6 @@ streamRunsInterleaved(char *const *dst, const char *const *src, int count,
     }
 }
 
-bool hasAvx2() {
-  static const bool has = __builtin_cpu_supports("avx2");
-  return has;
-}
-
 /// Streams `lines` cache lines of `src` to the 64-byte aligned `dst`, one
 /// 64-byte store per line: each store fills a whole write-combining buffer.
 /// Built for AVX-512 and chosen at run time for the short runs of column
@@ -123,11 +119,6 @@ streamLines64(char *dst, const char *src, int64_t lines) {
     _mm512_stream_si512(
         reinterpret_cast<__m512i *>(dst) + line,
         _mm512_loadu_si512(reinterpret_cast<const __m512i *>(src) + line));
-}
-
-bool hasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
-  return has;
 }
 #endif
 
@@ -159,7 +150,7 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
 #if defined(__SSE2__)
   int64_t width = 16;
 #if UCP_HAVE_X86_VECTOR_PATHS
-  if (bytes >= kWideRunBytes && hasAvx2())
+  if (bytes >= kWideRunBytes && ucp::hasAvx2())
     width = 32;
 #endif
   auto offset = [&](int64_t alignment) {
@@ -167,7 +158,7 @@ inline void streamCopy(char *dst, const char *src, int64_t bytes) {
   };
 #if UCP_HAVE_X86_VECTOR_PATHS
   if (width == 16 && !offset(kLineBytes) && bytes % kLineBytes == 0 &&
-      hasAvx512()) {
+      ucp::hasAvx512()) {
     // A short run of whole lines that starts on a line.
     streamLines64(dst, src, bytes / kLineBytes);
     return;
@@ -227,7 +218,7 @@ public:
   explicit StreamedRunBatch(int64_t bytes) : bytes(bytes) {
 #if UCP_HAVE_X86_VECTOR_PATHS
     interleavable = bytes % kLineBytes == 0 && bytes >= kShortRunBytes &&
-                    bytes < kChunksPerBlock * kChunkBytes && hasAvx2();
+                    bytes < kChunksPerBlock * kChunkBytes && ucp::hasAvx2();
 #endif
   }
   ~StreamedRunBatch() { flush(); }

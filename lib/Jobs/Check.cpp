@@ -12,9 +12,11 @@
 #include "ucp/Jobs/Check.h"
 #include "ucp/Analysis/MapVerifier.h"
 #include "ucp/Checkpoint/Invariants.h"
+#include "ucp/Checkpoint/OpenReads.h"
 #include "ucp/Checkpoint/ValueCheck.h"
 #include "ucp/Engine/GroupOutputs.h"
 #include "ucp/Engine/ProcessGroup.h"
+#include "ucp/Support/Crc32.h"
 #include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Jobs/OpenCheckpoint.h"
 #include "ucp/Map/Indexing.h"
@@ -60,6 +62,12 @@ private:
   void endUnit(size_t unit) { unitEnds.push_back({unit, report.findings.size()}); }
 
   void checkState(size_t index, TensorState state, DType type);
+  /// Scans the values of the `shards` (by rank) of `state` of tensor
+  /// `index`; `replicas`: they were compared through the mapping, whose
+  /// pages are released.
+  void scanValues(size_t index, TensorState state, DType type,
+                  const std::map<int64_t, const char *> &shards,
+                  bool replicas);
   /// A shard's values its state may not hold; `data` is the shard's.
   void addValueFinding(size_t index, TensorState state, DType type,
                        const ValueProblem &problem, const char *data);
@@ -73,6 +81,8 @@ private:
   /// The units of work: each tensor, the paddings, each file, in order.
   OutputShare share;
   size_t paddingUnit = 0;
+  /// CRC-32s of the file bytes the tensors' scans read.
+  RangeCrcs readCrcs;
   /// Per unit checked here: its number and the findings up to its end.
   std::vector<std::pair<size_t, size_t>> unitEnds;
 };
@@ -141,22 +151,100 @@ void Checker::checkState(size_t index, TensorState state, DType type) {
       report.findings.push_back(std::move(finding));
     }
   }
-  llvm::parallelFor(0, map.shards.size(), [&](size_t s) {
-    const Shard &shard = map.shards[s];
-    auto found = shards.find(shard.rank);
-    if (found == shards.end())
-      return;
-    int64_t elements = *getNumElements(shard.shape);
-    for (const ValueProblem &problem : findValueProblems(
-             state, type, shard.rank, found->second, elements))
-      addValueFinding(index, state, type, problem, found->second);
-    source.releaseShard(index, state, shard.rank, found->second,
-                        elements * size);
-  });
+  scanValues(index, state, type, shards, replicas);
   std::lock_guard<std::mutex> lock(findingsMutex);
   for (const Shard &shard : map.shards)
     report.bytesRead += *getNumElements(shard.shape) * size;
   ++report.stateArrays;
+}
+
+void Checker::scanValues(size_t index, TensorState state, DType type,
+                         const std::map<int64_t, const char *> &shards,
+                         bool replicas) {
+  const CheckpointTensor &tensor = source.getTensors()[index];
+  const ParamMap &map = tensor.map;
+  int64_t size = getElementSize(type);
+  // Each shard is read from its file in stripes on parallel threads (a
+  // tensor may lie wholly on one rank), each stripe a chunk at a time into
+  // memory that stays in the cache, and scanned there: a scan through the
+  // mapping waits on a page fault and a cold miss per 4 KiB page.
+  constexpr int64_t kStripeBytes = int64_t(4) << 20;
+  constexpr size_t kChunkBytes = size_t(256) << 10;
+  struct Stripe {
+    int64_t rank, from, bytes;
+  };
+  std::vector<Stripe> stripes;
+  // Each shard's scan: read whole on open, or its stripes' joined.
+  std::map<int64_t, ValueScan> wholes;
+  const OpenReads *openReads = source.getOpenReads();
+  for (const Shard &shard : map.shards) {
+    if (!shards.count(shard.rank))
+      continue;
+    if (std::optional<ValueScan> scan =
+            openReads ? openReads->findScan(index, state, shard.rank)
+                      : std::nullopt) {
+      wholes.emplace(shard.rank, *scan);
+      continue;
+    }
+    int64_t bytes = *getNumElements(shard.shape) * size;
+    for (int64_t from = 0; from < bytes; from += kStripeBytes)
+      stripes.push_back({shard.rank, from, std::min(kStripeBytes, bytes - from)});
+  }
+  std::vector<ValueScan> scans;
+  for (const Stripe &stripe : stripes)
+    scans.emplace_back(state, type, stripe.rank);
+  std::vector<std::string> failures(stripes.size());
+  llvm::parallelFor(0, stripes.size(), [&](size_t k) {
+    const Stripe &stripe = stripes[k];
+    uint32_t crc = 0;
+    if (llvm::Error error = source.readShard(
+            index, state, stripe.rank, stripe.from, stripe.bytes, kChunkBytes,
+            [&](llvm::StringRef chunk, size_t) {
+              scans[k].add(chunk.data(), chunk.size() / size);
+              crc = combineCrc32(crc, computeCrc32(chunk), chunk.size());
+            })) {
+      failures[k] = llvm::toString(std::move(error));
+      return;
+    }
+    // The CRC of bytes read here: the check of the file's records does not
+    // read them again.
+    if (const llvm::MemoryBuffer *file =
+            source.getShardBuffer(index, state, stripe.rank))
+      readCrcs.add(file->getBufferIdentifier(),
+                   shards.at(stripe.rank) + stripe.from -
+                       file->getBufferStart(),
+                   stripe.bytes, crc);
+  });
+  // The findings in shard order.
+  std::map<int64_t, std::string> failed;
+  for (size_t k = 0; k < stripes.size(); ++k) {
+    int64_t rank = stripes[k].rank;
+    wholes.try_emplace(rank, state, type, rank).first->second.append(scans[k]);
+    if (!failures[k].empty())
+      failed.try_emplace(rank, failures[k]);
+  }
+  std::string stateName = getStateName(state).str();
+  for (const Shard &shard : map.shards) {
+    auto whole = wholes.find(shard.rank);
+    if (whole == wholes.end())
+      continue; // Not held here.
+    const char *data = shards.at(shard.rank);
+    if (auto failure = failed.find(shard.rank); failure != failed.end()) {
+      std::lock_guard<std::mutex> lock(findingsMutex);
+      report.findings.push_back(
+          {"container",
+           "tensor '" + tensor.name + "', " + stateName + ", rank " +
+               std::to_string(shard.rank) + ": " + failure->second,
+           source.getShardFile(index, state, shard.rank), tensor.name,
+           stateName, shard.rank, {}, 0, true});
+      continue;
+    }
+    for (const ValueProblem &problem : whole->second.getProblems())
+      addValueFinding(index, state, type, problem, data);
+    if (replicas) // Compared through the mapping.
+      source.releaseShard(index, state, shard.rank, data,
+                          *getNumElements(shard.shape) * size);
+  }
 }
 
 GroupFingerprint Checker::divide() {
@@ -191,6 +279,8 @@ GroupFingerprint Checker::divide() {
 }
 
 void Checker::checkTensors() {
+  if (const OpenReads *openReads = source.getOpenReads())
+    readCrcs.addAll(openReads->crcs);
   llvm::ArrayRef<CheckpointTensor> tensors = source.getTensors();
   report.tensors = tensors.size();
   for (auto [index, tensor] : llvm::enumerate(tensors)) {
@@ -257,7 +347,7 @@ void Checker::checkContainers() {
         report.records += (*archive)->getRecordNames().size();
         report.bytesRead += (*archive)->getBuffer().getBufferSize();
         llvm::Expected<std::vector<TorchArchive::CrcMismatch>> mismatches =
-            (*archive)->findCrcMismatches();
+            (*archive)->findCrcMismatches(&readCrcs);
         if (!mismatches)
           report.findings.push_back({"container",
                                      llvm::toString(mismatches.takeError()),
@@ -313,9 +403,13 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
   report.path = followCheckpointPointer(path, report.pointer);
   // Across a group, each process makes its part of the reader's checks,
   // and one process that cannot read it stops every one.
+  // The reader keeps what it reads whole on opening: not read again here.
   CheckShare share;
-  if (options.group)
-    share = {options.group->getProcess(), options.group->getProcessCount()};
+  share.keepReads = true;
+  if (options.group) {
+    share.process = options.group->getProcess();
+    share.processes = options.group->getProcessCount();
+  }
   llvm::Expected<std::unique_ptr<CheckpointSource>> source =
       openCheckpoint(report.path, share);
   llvm::Error opened = source ? llvm::Error::success() : source.takeError();

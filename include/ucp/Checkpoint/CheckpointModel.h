@@ -19,8 +19,10 @@
 #include "ucp/Element/DType.h"
 #include "ucp/Map/ParamMap.h"
 
+#include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/MemoryBuffer.h"
 
 #include <array>
 #include <optional>
@@ -93,6 +95,8 @@ struct CheckpointTensor {
 /// a world of one.
 ParamMap getWholeTensorMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
 
+class OpenReads;
+
 /// A checkpoint as read: tensors whose shards are bound to bytes.
 class CheckpointSource {
 public:
@@ -107,10 +111,24 @@ public:
   /// where this process does not hold the rank (a process group's).
   virtual const char *getShard(size_t index, TensorState state,
                                int64_t rank) const = 0;
+  /// The mapped file holding that shard; null where its bytes are in
+  /// memory.
+  virtual const llvm::MemoryBuffer *
+  getShardBuffer(size_t index, TensorState state, int64_t rank) const {
+    return nullptr;
+  }
   /// Done reading the bytes [data, data + bytes) of that shard: their
   /// pages may leave memory.
-  virtual void releaseShard(size_t index, TensorState state, int64_t rank,
-                            const char *data, size_t bytes) const {}
+  void releaseShard(size_t index, TensorState state, int64_t rank,
+                    const char *data, size_t bytes) const;
+  /// Calls `consume(chunk, offset)` on the bytes [from, from + bytes) of
+  /// that shard in order, `chunkBytes` at a time, read from its file
+  /// rather than through the mapping (readMappedBytes): what a pass over
+  /// every byte of a checkpoint that reads each once wants.
+  llvm::Error
+  readShard(size_t index, TensorState state, int64_t rank, size_t from,
+            size_t bytes, size_t chunkBytes,
+            llvm::function_ref<void(llvm::StringRef, size_t)> consume) const;
   /// Names that are another tensor of the checkpoint (tied weights), as
   /// (alias, tensor), in the order the format keeps them.
   virtual std::vector<std::pair<std::string, std::string>> getAliases() const {
@@ -137,6 +155,10 @@ public:
                                    int64_t rank) const {
     return getPath().str();
   }
+  /// What opening it read already and kept (CheckShare::keepReads asks
+  /// DeepSpeed's reader to): `check` does not read those bytes again.
+  /// Null where nothing was kept.
+  virtual const OpenReads *getOpenReads() const { return nullptr; }
   /// Refuses a checkpoint some of whose tensors the reader knows of but
   /// could not bind (a layout it does not read yet), naming them; a job
   /// that writes every tensor calls it.

@@ -39,6 +39,30 @@ llvm::SmallVector<ValueProblem, 2>
 findValueProblems(TensorState state, DType type, int64_t rank,
                   const char *data, int64_t elements);
 
+/// findValueProblems of a shard read a chunk at a time (a pass that reads
+/// each byte of a file once): the chunks' counts added, the first of each
+/// kind kept, as one call on the whole shard would find them.
+class ValueScan {
+public:
+  ValueScan(TensorState state, DType type, int64_t rank)
+      : state(state), type(type), rank(rank) {}
+  /// Scans the shard's next `elements` values, at `data`.
+  void add(const char *data, int64_t elements);
+  /// Adds what `next`, the scan of the values that follow, found (scans of
+  /// consecutive parts of a shard, run in parallel, joined in order).
+  void append(const ValueScan &next);
+  /// What the chunks added so far hold.
+  llvm::SmallVector<ValueProblem, 2> getProblems() const;
+
+private:
+  TensorState state;
+  DType type;
+  int64_t rank;
+  int64_t scanned = 0;
+  int64_t nonFinite = 0, negative = 0;
+  int64_t firstNonFinite = -1, firstNegative = -1;
+};
+
 /// The element of F that shard `rank`'s element `offset` holds, if a piece
 /// of `map` places one there.
 std::optional<Extents> locateElement(const ParamMap &map, int64_t rank,

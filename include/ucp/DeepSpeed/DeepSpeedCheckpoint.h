@@ -32,6 +32,7 @@
 #define UCP_DEEPSPEED_DEEPSPEEDCHECKPOINT_H
 
 #include "ucp/Checkpoint/CheckpointModel.h"
+#include "ucp/Checkpoint/OpenReads.h"
 #include "ucp/Formats/Torch/TorchFile.h"
 #include "ucp/Layout/LegacyMetadata.h"
 #include "ucp/Map/ParamMap.h"
@@ -138,6 +139,9 @@ struct FreshCheckpointOptions {
 struct CheckShare {
   int process = 0;
   int processes = 1;
+  /// Whether to keep what that comparison read (getOpenReads), for a
+  /// `check` that follows.
+  bool keepReads = false;
 };
 
 /// A DeepSpeed checkpoint folder, validated and memory-mapped. As a
@@ -232,6 +236,10 @@ public:
   /// state it has: hasState).
   TensorData getFragment(const DeepSpeedParam &param, int64_t rank,
                          TensorState state) const;
+  /// The mapped file holding that fragment; null where it is in memory.
+  const llvm::MemoryBuffer *getFragmentBuffer(const DeepSpeedParam &param,
+                                              int64_t rank,
+                                              TensorState state) const;
   /// Drops from memory the pages of `bytes` from `data`, inside that
   /// fragment: done reading them.
   void releaseFragmentPages(const DeepSpeedParam &param, int64_t rank,
@@ -256,8 +264,9 @@ public:
   }
   const char *getShard(size_t index, TensorState state,
                        int64_t rank) const override;
-  void releaseShard(size_t index, TensorState state, int64_t rank,
-                    const char *data, size_t bytes) const override;
+  const llvm::MemoryBuffer *getShardBuffer(size_t index, TensorState state,
+                                           int64_t rank) const override;
+  const OpenReads *getOpenReads() const override { return openReads.get(); }
   std::vector<std::pair<std::string, std::string>> getAliases() const override {
     return aliases;
   }
@@ -384,6 +393,8 @@ private:
   std::vector<std::vector<SavedShard>> savedShards;
   /// The frozen parameters' TP maps, by name.
   std::map<std::string, ParamMap> frozenTpMaps;
+  /// What opening read, where CheckShare::keepReads asked for it.
+  std::unique_ptr<OpenReads> openReads;
   std::deque<std::string> savedCopies;
   std::vector<std::pair<std::string, std::string>> aliases;
   std::string incomplete;

@@ -138,10 +138,10 @@ const char *SafetensorsCheckpoint::getShard(size_t index, TensorState state,
   return file->getData(*info);
 }
 
-void SafetensorsCheckpoint::releaseShard(size_t index, TensorState state,
-                                         int64_t rank, const char *data,
-                                         size_t bytes) const {
-  where[index].first->releasePages(data, bytes);
+const llvm::MemoryBuffer *
+SafetensorsCheckpoint::getShardBuffer(size_t index, TensorState state,
+                                      int64_t rank) const {
+  return &where[index].first->getBuffer();
 }
 
 std::vector<std::string> SafetensorsCheckpoint::getFiles() const {

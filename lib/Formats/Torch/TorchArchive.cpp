@@ -8,14 +8,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Formats/Torch/TorchArchive.h"
-#include "ucp/Formats/Torch/Crc32.h"
+#include "ucp/Support/Crc32.h"
 #include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
 
-#include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/FileSystem.h"
 
 using namespace ucp;
 using llvm::Error;
@@ -259,47 +257,20 @@ Error TorchArchive::readCentralDirectory() {
 }
 
 Expected<std::vector<TorchArchive::CrcMismatch>>
-TorchArchive::findCrcMismatches() const {
+TorchArchive::findCrcMismatches(const RangeCrcs *known) const {
   std::vector<CrcMismatch> mismatches;
-  if (!fromFile) { // Bytes in memory already.
-    for (auto [name, recorded] : llvm::zip(names, crcs))
-      if (uint32_t crc = computeCrc32InParallel(records.lookup(name));
-          crc != recorded)
-        mismatches.push_back({name, recorded, crc});
-    return mismatches;
-  }
-  // Read with pread into one reused buffer rather than through the
-  // mapping: no page of the file stays in this process's memory, and no
-  // page fault is taken per 4 KiB.
-  Expected<llvm::sys::fs::file_t> file =
-      llvm::sys::fs::openNativeFileForRead(path);
-  if (!file)
-    return makeError(path, llvm::toString(file.takeError()));
-  auto close = llvm::make_scope_exit([&] { llvm::sys::fs::closeFile(*file); });
-  constexpr size_t kBuffer = size_t(16) << 20;
-  std::vector<char> buffer(kBuffer);
-  const char *start = this->buffer->getBufferStart();
+  // Read from the file, not through the mapping (computeMappedCrc32): no
+  // page of it stays in this process's memory, and no page fault is taken
+  // per 4 KiB.
   for (auto [name, recorded] : llvm::zip(names, crcs)) {
     StringRef record = records.lookup(name);
-    uint64_t offset = record.data() - start;
-    uint32_t crc = 0;
-    for (uint64_t done = 0; done < record.size();) {
-      size_t want = std::min<uint64_t>(kBuffer, record.size() - done);
-      Expected<size_t> got = llvm::sys::fs::readNativeFileSlice(
-          *file, llvm::MutableArrayRef<char>(buffer.data(), want),
-          offset + done);
-      if (!got)
-        return makeError(path, "record '" + name +
-                                   "': " + llvm::toString(got.takeError()));
-      if (*got == 0)
-        return makeError(path, "record '" + name + "' ends past the file");
-      crc = combineCrc32(crc,
-                         computeCrc32InParallel(StringRef(buffer.data(), *got)),
-                         *got);
-      done += *got;
-    }
-    if (crc != recorded)
-      mismatches.push_back({name, recorded, crc});
+    Expected<uint32_t> crc = known ? known->compute(*buffer, record)
+                                   : computeMappedCrc32(buffer.get(), record);
+    if (!crc)
+      return makeError(llvm::toString(crc.takeError()) + " (record '" + name +
+                       "')");
+    if (*crc != recorded)
+      mismatches.push_back({name, recorded, *crc});
   }
   return mismatches;
 }
@@ -319,10 +290,7 @@ Expected<std::unique_ptr<TorchArchive>> TorchArchive::open(StringRef path) {
       readInputFile(path, {/*nullTerminated=*/false, llvm::Align(64)});
   if (!file)
     return file.takeError();
-  Expected<std::unique_ptr<TorchArchive>> archive = parse(std::move(*file));
-  if (archive)
-    (*archive)->fromFile = true;
-  return archive;
+  return parse(std::move(*file));
 }
 
 std::optional<StringRef> TorchArchive::getRecord(StringRef name) const {

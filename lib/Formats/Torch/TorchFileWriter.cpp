@@ -8,7 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Formats/Torch/TorchFileWriter.h"
-#include "ucp/Formats/Torch/Crc32.h"
+#include "ucp/Support/Crc32.h"
 #include "ucp/Support/Error.h"
 
 #include "llvm/Support/Endian.h"

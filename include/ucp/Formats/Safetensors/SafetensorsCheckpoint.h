@@ -37,8 +37,8 @@ public:
   }
   const char *getShard(size_t index, TensorState state,
                        int64_t rank) const override;
-  void releaseShard(size_t index, TensorState state, int64_t rank,
-                    const char *data, size_t bytes) const override;
+  const llvm::MemoryBuffer *getShardBuffer(size_t index, TensorState state,
+                                           int64_t rank) const override;
   std::vector<std::string> getFiles() const override;
   std::string getShardFile(size_t index, TensorState state,
                            int64_t rank) const override {

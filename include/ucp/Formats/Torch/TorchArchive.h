@@ -34,6 +34,8 @@
 
 namespace ucp {
 
+class RangeCrcs;
+
 /// A torch.save archive opened for reading (memory-mapped).
 class TorchArchive {
 public:
@@ -65,17 +67,15 @@ public:
   /// Recomputes every record's CRC-32 (in parallel; from the file rather
   /// than the mapping when it was opened from one) against the
   /// directory's, in directory order; an error where the file cannot be
-  /// read.
-  llvm::Expected<std::vector<CrcMismatch>> findCrcMismatches() const;
+  /// read. Ranges of the file whose CRCs `known` holds are not read again.
+  llvm::Expected<std::vector<CrcMismatch>>
+  findCrcMismatches(const RangeCrcs *known = nullptr) const;
 
 private:
   TorchArchive() = default;
   llvm::Error readCentralDirectory();
 
   std::string path;
-  /// Whether open() mapped it from the file `path` (parse() may be given
-  /// bytes that are in no file).
-  bool fromFile = false;
   std::unique_ptr<llvm::MemoryBuffer> buffer;
   std::string root;
   std::vector<std::string> names;

@@ -46,6 +46,8 @@ public:
   /// The tensor `tensor` (a Tensor value of the document).
   TensorData getTensor(PickleRef tensor) const;
   llvm::StringRef getPath() const { return archive->getPath(); }
+  /// The bytes of the file, mapped where large.
+  const llvm::MemoryBuffer &getBuffer() const { return archive->getBuffer(); }
   /// Drops the pages wholly inside [begin, begin + bytes) from memory
   /// (releaseMappedPages): done reading them for now.
   void releasePages(const char *begin, size_t bytes) const {
