@@ -3,56 +3,53 @@
 #include "ucp/Support/MappedFileReader.h"
 #include "ucp/Support/Error.h"
 
-#include <cerrno>
-#include <cstring>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include "llvm/Support/FileSystem.h"
+
 #include <vector>
 
 using namespace ucp;
+namespace fs = llvm::sys::fs;
 
 llvm::Expected<MappedFileReader>
 MappedFileReader::open(const llvm::MemoryBuffer *buffer) {
   if (!buffer ||
       buffer->getBufferKind() != llvm::MemoryBuffer::MemoryBuffer_MMap)
-    return MappedFileReader(buffer, -1);
+    return MappedFileReader(buffer, fs::kInvalidFile);
   llvm::StringRef path = buffer->getBufferIdentifier();
-  int fd = ::open(path.str().c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return makeError(path, std::string("cannot read: ") + std::strerror(errno));
-  MappedFileReader reader(buffer, fd);
-  struct stat status;
-  if (::fstat(fd, &status) != 0 ||
-      uint64_t(status.st_size) != buffer->getBufferSize())
+  llvm::Expected<fs::file_t> file = fs::openNativeFileForRead(path);
+  if (!file)
+    return makeError(path, "cannot read: " + llvm::toString(file.takeError()));
+  MappedFileReader reader(buffer, *file);
+  fs::file_status status;
+  if (fs::status(*file, status) || status.getSize() != buffer->getBufferSize())
     return makeError(path, "changed while it was read: it is no longer the "
                            "size it was when opened");
   return std::move(reader);
 }
 
 MappedFileReader::~MappedFileReader() {
-  if (fd >= 0)
-    ::close(fd);
+  if (file != fs::kInvalidFile)
+    fs::closeFile(file);
 }
 
 llvm::Expected<llvm::StringRef>
 MappedFileReader::read(const char *begin, size_t bytes, char *into) const {
-  if (fd < 0)
+  if (file == fs::kInvalidFile)
     return llvm::StringRef(begin, bytes);
   assert(buffer && begin >= buffer->getBufferStart() &&
          begin + bytes <= buffer->getBufferEnd() && "bytes outside the file");
   uint64_t at = begin - buffer->getBufferStart();
   for (size_t filled = 0; filled < bytes;) { // However the reads return.
-    ssize_t got = ::pread(fd, into + filled, bytes - filled, at + filled);
-    if (got < 0 && errno == EINTR)
-      continue;
-    if (got <= 0)
+    llvm::Expected<size_t> got = fs::readNativeFileSlice(
+        file, llvm::MutableArrayRef<char>(into + filled, bytes - filled),
+        at + filled);
+    if (!got || *got == 0)
       return makeError(buffer->getBufferIdentifier(),
                        "cannot read bytes " + std::to_string(at + filled) +
                            " to " + std::to_string(at + bytes) + ": " +
-                           (got < 0 ? std::strerror(errno)
-                                    : "the file ends before them"));
-    filled += size_t(got);
+                           (got ? "the file ends before them"
+                                : llvm::toString(got.takeError())));
+    filled += *got;
   }
   return llvm::StringRef(into, bytes);
 }

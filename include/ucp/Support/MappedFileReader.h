@@ -15,6 +15,7 @@
 
 #include "llvm/ADT/STLFunctionalExtras.h"
 #include "llvm/Support/Error.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <utility>
@@ -31,7 +32,8 @@ public:
   static llvm::Expected<MappedFileReader>
   open(const llvm::MemoryBuffer *buffer);
   MappedFileReader(MappedFileReader &&other)
-      : buffer(other.buffer), fd(std::exchange(other.fd, -1)) {}
+      : buffer(other.buffer),
+        file(std::exchange(other.file, llvm::sys::fs::kInvalidFile)) {}
   MappedFileReader &operator=(MappedFileReader &&) = delete;
   ~MappedFileReader();
 
@@ -42,12 +44,13 @@ public:
                                        char *into) const;
 
 private:
-  MappedFileReader(const llvm::MemoryBuffer *buffer, int fd)
-      : buffer(buffer), fd(fd) {}
+  MappedFileReader(const llvm::MemoryBuffer *buffer,
+                   llvm::sys::fs::file_t file)
+      : buffer(buffer), file(file) {}
 
   const llvm::MemoryBuffer *buffer;
-  /// The file, or -1 to read from memory.
-  int fd;
+  /// The file, or kInvalidFile to read from memory.
+  llvm::sys::fs::file_t file;
 };
 
 /// Calls `consume(chunk, offset)` on the bytes [begin, begin + bytes) of
