@@ -16,10 +16,10 @@
 #include "ucp/Checkpoint/ValueCheck.h"
 #include "ucp/Engine/GroupOutputs.h"
 #include "ucp/Engine/ProcessGroup.h"
-#include "ucp/Support/Crc32.h"
 #include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Jobs/OpenCheckpoint.h"
 #include "ucp/Map/Indexing.h"
+#include "ucp/Support/Crc32.h"
 #include "ucp/Support/Error.h"
 
 #include "llvm/ADT/StringExtras.h"
@@ -68,6 +68,18 @@ private:
   void scanValues(size_t index, TensorState state, DType type,
                   const std::map<int64_t, const char *> &shards,
                   bool replicas);
+  /// Bytes [from, from + bytes) of shard `rank` of a state.
+  struct Stripe {
+    int64_t rank, from, bytes;
+  };
+  /// Reads and scans `stripes` of `state` of tensor `index` (whose shards'
+  /// bytes are `shards`) on parallel threads, noting their CRC-32s; a
+  /// stripe that cannot be read gets its failure in `failures`.
+  std::vector<ValueScan>
+  scanStripes(size_t index, TensorState state, DType type,
+              llvm::ArrayRef<Stripe> stripes,
+              const std::map<int64_t, const char *> &shards,
+              std::vector<std::string> &failures);
   /// A shard's values its state may not hold; `data` is the shard's.
   void addValueFinding(size_t index, TensorState state, DType type,
                        const ValueProblem &problem, const char *data);
@@ -169,10 +181,6 @@ void Checker::scanValues(size_t index, TensorState state, DType type,
   // memory that stays in the cache, and scanned there: a scan through the
   // mapping waits on a page fault and a cold miss per 4 KiB page.
   constexpr int64_t kStripeBytes = int64_t(4) << 20;
-  constexpr size_t kChunkBytes = size_t(256) << 10;
-  struct Stripe {
-    int64_t rank, from, bytes;
-  };
   std::vector<Stripe> stripes;
   // Each shard's scan: read whole on open, or its stripes' joined.
   std::map<int64_t, ValueScan> wholes;
@@ -190,31 +198,9 @@ void Checker::scanValues(size_t index, TensorState state, DType type,
     for (int64_t from = 0; from < bytes; from += kStripeBytes)
       stripes.push_back({shard.rank, from, std::min(kStripeBytes, bytes - from)});
   }
-  std::vector<ValueScan> scans;
-  for (const Stripe &stripe : stripes)
-    scans.emplace_back(state, type, stripe.rank);
-  std::vector<std::string> failures(stripes.size());
-  llvm::parallelFor(0, stripes.size(), [&](size_t k) {
-    const Stripe &stripe = stripes[k];
-    uint32_t crc = 0;
-    if (llvm::Error error = source.readShard(
-            index, state, stripe.rank, stripe.from, stripe.bytes, kChunkBytes,
-            [&](llvm::StringRef chunk, size_t) {
-              scans[k].add(chunk.data(), chunk.size() / size);
-              crc = combineCrc32(crc, computeCrc32(chunk), chunk.size());
-            })) {
-      failures[k] = llvm::toString(std::move(error));
-      return;
-    }
-    // The CRC of bytes read here: the check of the file's records does not
-    // read them again.
-    if (const llvm::MemoryBuffer *file =
-            source.getShardBuffer(index, state, stripe.rank))
-      readCrcs.add(file->getBufferIdentifier(),
-                   shards.at(stripe.rank) + stripe.from -
-                       file->getBufferStart(),
-                   stripe.bytes, crc);
-  });
+  std::vector<std::string> failures;
+  std::vector<ValueScan> scans =
+      scanStripes(index, state, type, stripes, shards, failures);
   // The findings in shard order.
   std::map<int64_t, std::string> failed;
   for (size_t k = 0; k < stripes.size(); ++k) {
@@ -245,6 +231,41 @@ void Checker::scanValues(size_t index, TensorState state, DType type,
       source.releaseShard(index, state, shard.rank, data,
                           *getNumElements(shard.shape) * size);
   }
+}
+
+std::vector<ValueScan> Checker::scanStripes(
+    size_t index, TensorState state, DType type,
+    llvm::ArrayRef<Stripe> stripes,
+    const std::map<int64_t, const char *> &shards,
+    std::vector<std::string> &failures) {
+  constexpr size_t kChunkBytes = size_t(256) << 10;
+  int64_t size = getElementSize(type);
+  std::vector<ValueScan> scans;
+  for (const Stripe &stripe : stripes)
+    scans.emplace_back(state, type, stripe.rank);
+  failures.assign(stripes.size(), "");
+  llvm::parallelFor(0, stripes.size(), [&](size_t k) {
+    const Stripe &stripe = stripes[k];
+    uint32_t crc = 0;
+    if (llvm::Error error = source.readShard(
+            index, state, stripe.rank, stripe.from, stripe.bytes, kChunkBytes,
+            [&](llvm::StringRef chunk, size_t) {
+              scans[k].add(chunk.data(), chunk.size() / size);
+              crc = combineCrc32(crc, computeCrc32(chunk), chunk.size());
+            })) {
+      failures[k] = llvm::toString(std::move(error));
+      return;
+    }
+    // The CRC of bytes read here: the check of the file's records does not
+    // read them again.
+    if (const llvm::MemoryBuffer *file =
+            source.getShardBuffer(index, state, stripe.rank))
+      readCrcs.add(file->getBufferIdentifier(),
+                   shards.at(stripe.rank) + stripe.from -
+                       file->getBufferStart(),
+                   stripe.bytes, crc);
+  });
+  return scans;
 }
 
 GroupFingerprint Checker::divide() {
