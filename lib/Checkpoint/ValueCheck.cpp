@@ -142,18 +142,17 @@ std::string formatValue(double value) {
 } // namespace
 
 void ValueScan::add(const char *data, int64_t elements) {
-  std::optional<FloatBits> bits = getFloatBits(type);
-  if (!bits || !data)
-    return;
-  ValueCounts counts =
-      scanValues(data, elements, *bits, state == TensorState::ExpAvgSq);
-  if (counts.nonFinite && firstNonFinite < 0)
-    firstNonFinite = scanned + counts.firstNonFinite;
-  if (counts.negative && firstNegative < 0)
-    firstNegative = scanned + counts.firstNegative;
-  nonFinite += counts.nonFinite;
-  negative += counts.negative;
-  scanned += elements;
+  ValueScan part(state, type, rank);
+  part.scanned = elements;
+  if (std::optional<FloatBits> bits = getFloatBits(type); bits && data) {
+    ValueCounts counts =
+        scanValues(data, elements, *bits, state == TensorState::ExpAvgSq);
+    part.nonFinite = counts.nonFinite;
+    part.negative = counts.negative;
+    part.firstNonFinite = counts.firstNonFinite;
+    part.firstNegative = counts.firstNegative;
+  }
+  append(part);
 }
 
 void ValueScan::append(const ValueScan &next) {

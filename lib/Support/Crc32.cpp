@@ -39,21 +39,6 @@ uint32_t ucp::combineCrc32(uint32_t first, uint32_t second,
   return crc32_combine64(first, second, secondLength);
 }
 
-uint32_t ucp::computeCrc32InParallel(llvm::StringRef bytes) {
-  constexpr size_t kChunk = size_t(1) << 20;
-  size_t chunks = (bytes.size() + kChunk - 1) / kChunk;
-  if (chunks <= 1)
-    return computeCrc32(bytes);
-  std::vector<uint32_t> crcs(chunks);
-  llvm::parallelFor(0, chunks, [&](size_t c) {
-    crcs[c] = computeCrc32(bytes.substr(c * kChunk, kChunk));
-  });
-  uint32_t crc = crcs[0];
-  for (size_t c = 1; c < chunks; ++c)
-    crc = combineCrc32(crc, crcs[c], std::min(kChunk, bytes.size() - c * kChunk));
-  return crc;
-}
-
 llvm::Expected<uint32_t> ucp::computeMappedCrc32(const llvm::MemoryBuffer *buffer,
                                                  llvm::StringRef bytes) {
   constexpr size_t kStripe = size_t(4) << 20, kChunk = size_t(256) << 10;

@@ -150,10 +150,6 @@ SafetensorsReader::parse(std::unique_ptr<llvm::MemoryBuffer> file) {
   return reader;
 }
 
-void SafetensorsReader::releasePages(const char *begin, size_t bytes) const {
-  releaseMappedPages(*buffer, begin, bytes);
-}
-
 const TensorInfo *SafetensorsReader::find(llvm::StringRef name) const {
   auto it = llvm::partition_point(
       tensors, [&](const TensorInfo &t) { return t.name < name; });

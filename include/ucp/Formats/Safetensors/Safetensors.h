@@ -56,9 +56,6 @@ public:
   llvm::StringRef getPath() const { return path; }
   /// The bytes of the file, mapped where large.
   const llvm::MemoryBuffer &getBuffer() const { return *buffer; }
-  /// Drops the pages wholly inside [begin, begin + bytes) from memory: done
-  /// reading them for now.
-  void releasePages(const char *begin, size_t bytes) const;
 
 private:
   std::string path;
