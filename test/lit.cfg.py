@@ -99,8 +99,10 @@ if config.ucp_mpi and mpirun:
     if subprocess.run([config.python_executable, "-c", "import mpi4py"],
                       capture_output=True).returncode == 0:
         config.available_features.add("mpi4py")
-    config.substitutions.append(
-        ("%mpi_check", os.path.join(config.ucp_tools_dir, "ucp-mpi-check")))
+    for tool in ["ucp-mpi-check", "ucp-mpi-progress"]:
+        config.substitutions.append(
+            ("%" + tool[4:].replace("-", "_"),
+             os.path.join(config.ucp_tools_dir, tool)))
 
 # Optional hardware and tools: tests that need them say REQUIRES.
 copy_bench = os.path.join(config.ucp_obj_root, "bench", "ucp-copy-bench")

@@ -30,6 +30,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 
@@ -80,8 +81,9 @@ private:
     if (options.group)
       options.group->markOutputWritten();
   }
-  /// Reports progress, at most once a second unless `force` (from any
-  /// thread); an error once the progress function has stopped the run.
+  /// Reports progress, at most once a second unless `force`, from the
+  /// thread that runs the job; an error when the progress function stops
+  /// the run.
   Error report(bool force);
 
   const DeepSpeedCheckpoint &checkpoint;
@@ -97,8 +99,6 @@ private:
   OutputShare share;
   std::vector<size_t> stateOutputs, stepOutputs, modelOutputs;
   size_t optimizerOutput = 0, mapOutput = 0;
-  std::mutex progressMutex;
-  bool stopped = false;
   std::chrono::steady_clock::time_point lastProgress;
 };
 
@@ -224,18 +224,12 @@ Error UniversalConverter::plan() {
 }
 
 Error UniversalConverter::report(bool force) {
-  std::lock_guard<std::mutex> lock(progressMutex);
   auto now = std::chrono::steady_clock::now();
-  // Once stopped, every file still being written fails too.
-  if (stopped)
-    return makeStoppedError();
   if (!force && now - lastProgress < std::chrono::seconds(1))
     return Error::success();
   lastProgress = now;
-  Error error =
-      reportProgress(options.progress, filesWritten, filesTotal, bytesWritten);
-  stopped = bool(error);
-  return error;
+  return reportProgress(options.progress, filesWritten, filesTotal,
+                        bytesWritten);
 }
 
 Error UniversalConverter::writeCopied(const PickleDocument &document,
@@ -343,7 +337,7 @@ Error UniversalConverter::writeState(const ParamPlan &plan, size_t s,
   bytesWritten += plan.bytes;
   ++filesWritten;
   markWritten();
-  return report(false);
+  return Error::success();
 }
 
 Error UniversalConverter::writeStates(llvm::StringRef folder) {
@@ -358,20 +352,37 @@ Error UniversalConverter::writeStates(llvm::StringRef folder) {
   });
   llvm::DefaultThreadPool pool(llvm::hardware_concurrency(options.threads));
   std::mutex mutex;
+  std::condition_variable finishedOne;
+  size_t finished = 0;
   std::string failure;
   std::atomic<bool> failed{false};
+  auto fail = [&](Error error) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!failed.exchange(true))
+      failure = llvm::toString(std::move(error));
+    else
+      llvm::consumeError(std::move(error));
+  };
   for (auto [p, s] : jobs)
     pool.async([&, p = p, s = s] {
-      if (failed)
-        return;
-      if (Error error = writeState(plans[p], s, folder)) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (!failed.exchange(true))
-          failure = llvm::toString(std::move(error));
-        else
-          llvm::consumeError(std::move(error));
-      }
+      if (!failed)
+        if (Error error = writeState(plans[p], s, folder))
+          fail(std::move(error));
+      std::lock_guard<std::mutex> lock(mutex);
+      ++finished;
+      finishedOne.notify_one();
     });
+  // This thread reports while the pool writes: a group's progress leaves
+  // from the thread that runs its collectives.
+  std::unique_lock<std::mutex> lock(mutex);
+  while (!finishedOne.wait_for(lock, std::chrono::seconds(1),
+                               [&] { return finished == jobs.size(); })) {
+    lock.unlock();
+    if (Error error = report(false))
+      fail(std::move(error));
+    lock.lock();
+  }
+  lock.unlock();
   pool.wait();
   return failed ? makeError(failure) : Error::success();
 }

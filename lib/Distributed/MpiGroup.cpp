@@ -4,6 +4,7 @@
 #include "ucp/Support/Error.h"
 
 #include "ProcessMemory.h"
+#include "ProgressRelay.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -84,6 +85,11 @@ MpiGroup::create(MPI_Comm comm, ProcessOwnership ownership,
     return makeError("cannot duplicate the MPI communicator");
   std::unique_ptr<MpiGroup> group(
       new MpiGroup(own, std::move(ownership), options));
+  group->relay = std::make_unique<ProgressRelay>();
+  if (MPI_Comm_dup(own, &group->relay->comm) != MPI_SUCCESS)
+    return makeError("cannot duplicate the MPI communicator");
+  group->relay->heard.resize(size);
+  group->relay->ended.resize(size);
   if (options.singleCopy) {
     NodePeers peers = findNodePeers(own);
     group->pids.assign(peers.pids.begin(), peers.pids.end());
@@ -95,8 +101,14 @@ MpiGroup::create(MPI_Comm comm, ProcessOwnership ownership,
 MpiGroup::~MpiGroup() {
   // Freeing is collective in the standard; after a timeout the peers may
   // never join, and the caller aborts instead.
-  if (!broken)
-    MPI_Comm_free(&comm);
+  if (broken)
+    return;
+  // Progress a job never finished (finishProgress) is not waited for.
+  for (ProgressRelay::Sent &sent : relay->inFlight)
+    MPI_Request_free(&sent.request);
+  if (relay->comm != MPI_COMM_NULL)
+    MPI_Comm_free(&relay->comm);
+  MPI_Comm_free(&comm);
 }
 
 bool MpiGroup::holdsSource(int64_t rank) const {
@@ -139,8 +151,10 @@ llvm::Error MpiGroup::waitSome(llvm::MutableArrayRef<MPI_Request> requests,
     }
     // Spin briefly for latency, then yield the core: processes often
     // outnumber cores.
-    if (++polls > 256)
+    if (++polls > 256) {
       std::this_thread::sleep_for(std::chrono::microseconds(50));
+      reportWhileWaiting();
+    }
   }
 }
 

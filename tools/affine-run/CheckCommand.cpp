@@ -8,6 +8,7 @@
 
 #include "CheckCommand.h"
 #include "MpiRun.h"
+#include "ucp/Engine/GroupProgress.h"
 #include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Jobs/Check.h"
 
@@ -66,21 +67,23 @@ int runCheckCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
     }
     options.group = *group;
   }
-  // Process 0 speaks for the group.
+  // Process 0 speaks for the group, with the group's totals.
   bool reports = mpi.getProcess() == 0;
   auto last = std::chrono::steady_clock::now();
-  if (!checkQuiet && reports)
-    options.progress = [&](size_t done, size_t total, int64_t bytes) {
-      auto now = std::chrono::steady_clock::now();
-      if (done == total || now - last >= std::chrono::seconds(1)) {
-        last = now;
-        llvm::errs() << "affine-run: check: " << done << "/" << total
-                     << " tensors and files, "
-                     << llvm::format("%.1f", bytes / 1e6) << " MB read\n";
-      }
-      return true;
-    };
+  ProgressFunction print = [&](size_t done, size_t total, int64_t bytes) {
+    auto now = std::chrono::steady_clock::now();
+    if (done == total || now - last >= std::chrono::seconds(1)) {
+      last = now;
+      llvm::errs() << "affine-run: check: " << done << "/" << total
+                   << " tensors and files, "
+                   << llvm::format("%.1f", bytes / 1e6) << " MB read\n";
+    }
+    return true;
+  };
+  GroupProgress progress(options.group, checkQuiet ? nullptr : print);
+  options.progress = progress.getFunction();
   CheckReport report = checkCheckpoint(checkPath, options);
+  progress.finish();
   if (reports && checkJson) {
     llvm::outs() << llvm::formatv("{0:2}", toJson(report)) << "\n";
   } else if (reports) {

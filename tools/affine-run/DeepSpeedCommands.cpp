@@ -11,6 +11,7 @@
 #include "ucp/DeepSpeed/PipelineLayout.h"
 #include "ucp/DeepSpeed/Retarget.h"
 #include "ucp/DeepSpeed/UniversalConversion.h"
+#include "ucp/Engine/GroupProgress.h"
 #include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Formats/Json/MapDocument.h"
 #include "ucp/Jobs/Export.h"
@@ -78,6 +79,13 @@ bool isDeepSpeedCommand() {
          static_cast<bool>(exportCommand) || static_cast<bool>(convertCommand);
 }
 
+/// Prints export's progress (the group's, under --mpi).
+static bool printExportProgress(size_t done, size_t total, int64_t bytes) {
+  llvm::errs() << "affine-run: " << done << "/" << total << " tensors, "
+               << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
+  return true;
+}
+
 /// Writes the model of `checkpoint` into `folder` as safetensors files.
 static int writeModel(const CheckpointSource &checkpoint,
                       llvm::StringRef folder) {
@@ -92,15 +100,13 @@ static int writeModel(const CheckpointSource &checkpoint,
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
   options.group = jobGroup;
-  if (!universalQuiet && reports())
-    options.progress = [](size_t done, size_t total, int64_t bytes) {
-      llvm::errs() << "affine-run: " << done << "/" << total << " tensors, "
-                   << llvm::format("%.1f", bytes / 1e6) << " MB written\n";
-      return true;
-    };
+  GroupProgress progress(jobGroup,
+                         universalQuiet ? nullptr : printExportProgress);
+  options.progress = progress.getFunction();
   llvm::Expected<ExportStats> stats = exportModel(checkpoint, folder, options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  progress.finish();
   if (!universalQuiet && reports())
     llvm::outs() << "export: " << stats->tensors << " tensors, " << stats->files
                  << (stats->files == 1 ? " file, " : " files, ")
@@ -208,12 +214,13 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
   options.group = jobGroup;
-  if (!universalQuiet && reports())
-    options.progress = printProgress;
+  GroupProgress progress(jobGroup, universalQuiet ? nullptr : printProgress);
+  options.progress = progress.getFunction();
   llvm::Expected<RetargetStats> stats =
       retargetCheckpoint(checkpoint, getOutputFolder(), options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  progress.finish();
   if (!reports())
     return 0;
   if (!stats->pointerNote.empty())
@@ -417,12 +424,13 @@ static int runCommand() {
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
   options.group = jobGroup;
-  if (!universalQuiet && reports())
-    options.progress = printProgress;
+  GroupProgress progress(jobGroup, universalQuiet ? nullptr : printProgress);
+  options.progress = progress.getFunction();
   llvm::Expected<UniversalStats> stats =
       convertToUniversal(**checkpoint, getOutputFolder(), options);
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
+  progress.finish();
   if (!reports())
     return 0;
   for (const std::string &notice : stats->notices)

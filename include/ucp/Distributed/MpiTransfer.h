@@ -106,6 +106,15 @@ public:
   llvm::Error execute(llvm::ArrayRef<ProgramRun> batch) override;
   int64_t getBatchBytes() const override { return options.batchBytes; }
 
+  /// Progress travels to process 0 in small messages on a communicator of
+  /// its own, at most four a second from each process, never waited for
+  /// while the job runs; process 0 reports while it waits in any
+  /// collective, and finishProgress receives every message still on its
+  /// way.
+  std::optional<ProgressCounts> shareProgress(ProgressCounts own) override;
+  void setWaitingReport(std::function<void(ProgressCounts)> report) override;
+  std::optional<ProgressCounts> finishProgress(ProgressCounts own) override;
+
   /// Bytes this process has sent to other processes so far.
   int64_t getBytesSent() const { return bytesSent; }
   /// Whether a wait timed out: the processes can no longer agree, and the
@@ -123,6 +132,12 @@ private:
   llvm::Error waitSome(llvm::MutableArrayRef<MPI_Request> requests,
                        llvm::StringRef what,
                        llvm::function_ref<void(int)> completed);
+  /// Process 0: takes in every progress message that has arrived.
+  void receiveProgress();
+  /// Process 0: the group's totals, once every process has been heard.
+  std::optional<ProgressCounts> sumProgress() const;
+  /// Process 0, inside a wait: the waiting report, about once a second.
+  void reportWhileWaiting();
   /// Dies or hangs when the injected fault names this process and `step`.
   void injectFault(int64_t step);
   /// A buffer of at least `bytes` for what is packed or staged for (from)
@@ -146,6 +161,9 @@ private:
   int64_t bytesSent = 0;
   bool broken = false;
   std::map<int, MessageBuffer> sendBuffers, receiveBuffers;
+  /// The progress messages in flight and heard (MpiProgress.cpp).
+  struct ProgressRelay;
+  std::unique_ptr<ProgressRelay> relay;
   /// Process ids by process; the peers whose memory this process reaches.
   std::vector<int64_t> pids;
   std::set<int> nodePeers;

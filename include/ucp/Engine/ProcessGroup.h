@@ -15,9 +15,23 @@
 
 #include "ucp/Engine/Executor.h"
 
+#include <functional>
+#include <optional>
 #include <vector>
 
 namespace ucp {
+
+/// A job's progress on one process, or summed over a group: units (files,
+/// tensors) done and in all, and bytes written or read.
+struct ProgressCounts {
+  int64_t done = 0, total = 0, bytes = 0;
+  bool operator==(const ProgressCounts &other) const {
+    return done == other.done && total == other.total && bytes == other.bytes;
+  }
+  bool operator!=(const ProgressCounts &other) const {
+    return !(*this == other);
+  }
+};
 
 /// The processes of a job, and the executor that runs its programs across
 /// them.
@@ -50,6 +64,21 @@ public:
   /// The most target bytes one call of execute should move: what the
   /// processes hold in message buffers at once.
   int64_t getBatchBytes() const override = 0;
+
+  /// The progress of a job the group shares. Every process passes its own
+  /// counts as they grow (on the thread that calls the group's
+  /// collectives; never blocks). Process 0 gets back the group's totals
+  /// as last heard, once every process has been heard from; the others get
+  /// nothing. This base class relays nothing: process 0 gets its own.
+  virtual std::optional<ProgressCounts> shareProgress(ProgressCounts own);
+  /// Process 0: while it waits for the others inside a collective, the
+  /// group calls `report` with its totals about once a second (empty:
+  /// never). A group that relays nothing never calls it.
+  virtual void setWaitingReport(std::function<void(ProgressCounts)> report);
+  /// Collective, after a job: every process's last counts `own` reach
+  /// process 0, which gets the group's final totals (the others nothing);
+  /// nothing is left in flight, and the next job starts afresh.
+  virtual std::optional<ProgressCounts> finishProgress(ProgressCounts own);
 };
 
 } // namespace ucp
