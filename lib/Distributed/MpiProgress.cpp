@@ -109,9 +109,9 @@ std::optional<ProgressCounts> MpiGroup::finishProgress(ProgressCounts own) {
         MPI_Request request;
         MPI_Irecv(message.data(), 4, MPI_INT64_T, peer, kProgressTag,
                   relay->comm, &request);
-        if (llvm::Error error = waitAll(
-                request, "hearing process " + std::to_string(peer) +
-                             "'s progress")) {
+        if (llvm::Error error =
+                waitAll(request, "hearing process " + std::to_string(peer) +
+                                     "'s progress")) {
           llvm::consumeError(std::move(error));
           break;
         }

@@ -16,7 +16,6 @@ std::optional<ProgressCounts> ProcessGroup::shareProgress(ProgressCounts own) {
 
 void ProcessGroup::setWaitingReport(std::function<void(ProgressCounts)>) {}
 
-std::optional<ProgressCounts>
-ProcessGroup::finishProgress(ProgressCounts own) {
+std::optional<ProgressCounts> ProcessGroup::finishProgress(ProgressCounts own) {
   return shareProgress(own);
 }

@@ -42,13 +42,13 @@ GroupProgress::~GroupProgress() {
 ProgressFunction GroupProgress::getFunction() {
   if (!group)
     return state->print;
-  return [group = group, state = state](size_t done, size_t total,
-                                        int64_t bytes) {
-    std::lock_guard<std::mutex> lock(state->mutex);
-    state->own = {int64_t(done), int64_t(total), bytes};
-    std::optional<ProgressCounts> totals = group->shareProgress(state->own);
-    return !totals || state->printOnce(*totals);
-  };
+  return
+      [group = group, state = state](size_t done, size_t total, int64_t bytes) {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        state->own = {int64_t(done), int64_t(total), bytes};
+        std::optional<ProgressCounts> totals = group->shareProgress(state->own);
+        return !totals || state->printOnce(*totals);
+      };
 }
 
 void GroupProgress::finish() {

@@ -61,10 +61,9 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
   bool first = (*group)->getProcess() == 0;
-  int failed =
-      runJob(**group, first ? 2 : 8,
-             std::chrono::milliseconds(first ? 0 : 300)) ||
-      runJob(**group, 3, std::chrono::milliseconds(0));
+  int failed = runJob(**group, first ? 2 : 8,
+                      std::chrono::milliseconds(first ? 0 : 300)) ||
+               runJob(**group, 3, std::chrono::milliseconds(0));
   group->reset();
   MPI_Finalize();
   return failed;

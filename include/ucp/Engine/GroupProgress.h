@@ -1,5 +1,4 @@
-//===- GroupProgress.h - A job's progress, summed over its processes -*- C++
-//-*-===//
+//===- GroupProgress.h - A job's progress over its processes -*- C++ -*-===//
 //
 // A job shared by a process group reports as one job: every process hands
 // its own counts to the group (ProcessGroup::shareProgress), and process 0

@@ -2,7 +2,8 @@
 //
 // Every long job reports (done, total, bytes written) to a function its
 // caller gives, about once a second, from the thread that runs the job
-// (a process group's progress travels from there: GroupProgress.h). The function may stop the job (a
+// (a process group's progress travels from there: GroupProgress.h). The
+// function may stop the job (a
 // Python callback that raised, say): the job then fails before anything
 // takes its final name, as on any other error.
 //
