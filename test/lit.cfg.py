@@ -99,7 +99,7 @@ if config.ucp_mpi and mpirun:
     if subprocess.run([config.python_executable, "-c", "import mpi4py"],
                       capture_output=True).returncode == 0:
         config.available_features.add("mpi4py")
-    for tool in ["ucp-mpi-check", "ucp-mpi-progress"]:
+    for tool in ["ucp-mpi-check", "ucp-mpi-progress", "ucp-node-local"]:
         config.substitutions.append(
             ("%" + tool[4:].replace("-", "_"),
              os.path.join(config.ucp_tools_dir, tool)))
