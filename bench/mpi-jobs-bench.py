@@ -8,10 +8,13 @@ On a DeepSpeed tag folder (by default the 322M-parameter bf16 ZeRO-2 DP 2
 checkpoint bench/deepspeed-bench.py generates), each round runs, in turns:
 `cp -r` of the folder and `sync` (the copy floor: every byte read once
 and written once, on disk when it returns, as the jobs' outputs are), ds-retarget to DP 3 in one process, and the same with --mpi under
-mpirun at each process count; then the same for ds-to-universal. The page
-cache is warm (each command reads what the one before read). Prints per
-command the median wall time, its ratio to cp and to the single process
-(the ratio of the medians and the median of each round's ratio).
+mpirun at each process count; then the same for ds-to-universal, and
+ds-to-universal in the node-local storage model (--node-local: the files
+dealt to a folder of each process's own, as hard links, file i to process
+i % N; each process given its own folder). The page cache is warm (each
+command reads what the one before read). Prints per command the median
+wall time, its ratio to cp and to the single process (the ratio of the
+medians and the median of each round's ratio).
 """
 import argparse
 import os
@@ -50,6 +53,24 @@ def measure(command, output):
     return seconds
 
 
+def node_local(mpirun, run, arguments, processes):
+    """mpirun running `arguments` with --node-local on `processes`
+    processes, each given a folder of its own holding some of the
+    checkpoint's files (hard links), one application context each."""
+    names = sorted(os.listdir(args.checkpoint))
+    contexts = []
+    for p in range(processes):
+        folder = os.path.join(args.work, f"local{processes}", f"p{p}")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        for name in names[p::processes]:
+            os.link(os.path.join(args.checkpoint, name),
+                    os.path.join(folder, name))
+        given = [folder if a == args.checkpoint else a for a in arguments]
+        contexts += ["-np", "1", run] + given + ["--mpi", "--node-local", ":"]
+    return mpirun + contexts[:-1]
+
+
 def main():
     run = os.path.join(args.bin, "affine-run")
     mpirun = shlex.split(args.mpirun)
@@ -78,13 +99,17 @@ def main():
                 samples.setdefault((job, n), []).append(measure(
                     mpirun + ["-np", str(n), run] + arguments + ["--mpi"],
                     out))
+        arguments = jobs["ds-to-universal"]
+        for n in counts:
+            samples.setdefault(("ds-to-universal node-local", n), []).append(
+                measure(node_local(mpirun, run, arguments, n), out))
     floor = samples.pop("cp")
     print(f"checkpoint: {size / 1e9:.2f} GB, {args.repetitions} rounds, "
           f"medians; cp -r and sync {statistics.median(floor):.2f} s")
     print(f"{'job':<20} {'processes':>9} {'wall s':>7} {'x cp':>6} "
           f"{'x alone':>8} {'paired':>7}")
     for (job, n), runs in samples.items():
-        alone = samples[(job, 0)]
+        alone = samples[(job.replace(" node-local", ""), 0)]
         wall = statistics.median(runs)
         paired = statistics.median(r / a for r, a in zip(runs, alone))
         print(f"{job:<20} {n if n else 'alone':>9} {wall:7.2f} "

@@ -79,6 +79,23 @@ ProgramRun CheckpointSource::getRun(size_t index, TensorState state,
   return run;
 }
 
+std::optional<FileBytes> CheckpointSource::getShardBytes(size_t index,
+                                                         TensorState state,
+                                                         int64_t rank) const {
+  const CheckpointTensor &tensor = getTensors()[index];
+  std::optional<DType> type = tensor.getType(state);
+  const char *data = getShard(index, state, rank);
+  const llvm::MemoryBuffer *buffer = getShardBuffer(index, state, rank);
+  if (!type || !data || !buffer)
+    return std::nullopt;
+  for (const Shard &shard : tensor.map.shards)
+    if (shard.rank == rank)
+      return FileBytes{
+          buffer->getBufferIdentifier().str(), data - buffer->getBufferStart(),
+          getNumElements(shard.shape).value_or(0) * getElementSize(*type)};
+  return std::nullopt;
+}
+
 void CheckpointSource::releaseShard(size_t index, TensorState state,
                                     int64_t rank, const char *data,
                                     size_t bytes) const {

@@ -359,21 +359,64 @@ Error DeepSpeedReader::checkParamShapes() const {
   return Error::success();
 }
 
-Error DeepSpeedReader::checkWeightsAgainstMasters() const {
-  if (files.zero3)
-    return Error::success();
-  llvm::ArrayRef<DeepSpeedParam> params = checkpoint.params;
-  // This process's share of the parameters, by the bytes the check reads.
+/// The process of `processes` that compares each of `params`, by the bytes
+/// the comparison reads.
+static std::vector<int> getCheckOwners(llvm::ArrayRef<DeepSpeedParam> params,
+                                       int processes) {
   std::vector<int64_t> bytes;
   for (const DeepSpeedParam &param : params)
     bytes.push_back(getNumElements(param.tpMap.logicalShape).value_or(0));
-  std::vector<int> owners = divideByBytes(bytes, share.processes);
+  return divideByBytes(bytes, processes);
+}
+
+llvm::Expected<std::vector<FileBytes>>
+DeepSpeedCheckpoint::getWeightCheckReads(CheckShare share) const {
+  std::vector<FileBytes> reads;
+  if (stage == 3)
+    return reads;
+  std::vector<int> owners = getCheckOwners(params, share.processes);
+  for (size_t p = 0; p < params.size(); ++p) {
+    if (owners[p] != share.process)
+      continue;
+    for (int64_t rank = 0; rank < int64_t(params[p].tpShapes.size()); ++rank) {
+      if (!params[p].holdsShard(rank))
+        continue;
+      llvm::Expected<std::vector<WeightCopy>> copies =
+          getWeightCopies(*this, params[p], rank);
+      if (!copies)
+        return copies.takeError();
+      for (const WeightCopy &copy : *copies)
+        for (const WeightBlock &block : copy) {
+          // The span of the block's tensor in its file.
+          int64_t last = 0;
+          for (auto [size, stride] :
+               llvm::zip(block.data.shape, block.data.strides))
+            last += (size - 1) * stride;
+          const llvm::MemoryBuffer &file = block.holder->getBuffer();
+          reads.push_back({file.getBufferIdentifier().str(),
+                           block.data.data - file.getBufferStart(),
+                           (last + 1) * getElementSize(block.data.dtype)});
+        }
+    }
+    for (const Shard &shard : params[p].map.shards)
+      if (std::optional<FileBytes> master =
+              getShardBytes(p, TensorState::Master, shard.rank))
+        reads.push_back(std::move(*master));
+  }
+  return reads;
+}
+
+Error DeepSpeedReader::checkWeightsAgainstMasters() const {
+  if (files.zero3 || !share.compareWeights)
+    return Error::success();
+  llvm::ArrayRef<DeepSpeedParam> params = checkpoint.params;
+  // This process's share of the parameters, by the bytes the check reads.
+  std::vector<int> owners = getCheckOwners(params, share.processes);
   std::vector<std::string> failures(params.size());
   llvm::parallelFor(0, params.size(), [&](size_t p) {
     if (owners[p] != share.process)
       return;
-    for (int64_t rank = 0; rank < int64_t(params[p].tpShapes.size());
-         ++rank) {
+    for (int64_t rank = 0; rank < int64_t(params[p].tpShapes.size()); ++rank) {
       if (!params[p].holdsShard(rank))
         continue; // A stage without it.
       llvm::Expected<std::vector<WeightCopy>> copies =

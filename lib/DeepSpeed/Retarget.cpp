@@ -424,7 +424,7 @@ GroupFingerprint Retargeter::divideOutputs() {
   GroupFingerprint plan;
   plan.addValue("the job", checkpoint.isUniversal() ? "universal-to-ds"
                                                     : "ds-retarget");
-  addInputFiles(plan, checkpoint.getFiles());
+  addInputFiles(plan, checkpoint.getFolder(), checkpoint.getFiles());
   for (const DeepSpeedParam &param : checkpoint.getParams())
     plan.addMap("the map of '" + param.name + "'", param.map);
   share.addTo(plan);

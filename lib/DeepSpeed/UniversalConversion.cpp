@@ -61,6 +61,8 @@ public:
   /// Divides the files among the processes of the options' group, and
   /// returns what they must agree on.
   GroupFingerprint divideOutputs();
+  /// The bytes of the input that this process's files read.
+  Expected<std::vector<FileBytes>> getReads() const;
   Error write(llvm::StringRef folder);
   const std::vector<ParamPlan> &getPlans() const { return plans; }
   int64_t getBytesWritten() const { return bytesWritten; }
@@ -248,24 +250,76 @@ Error UniversalConverter::writeCopied(const PickleDocument &document,
   return Error::success();
 }
 
-Error UniversalConverter::writeStep(const ParamPlan &plan,
-                                    llvm::StringRef folder) {
-  const DeepSpeedParam &param = *plan.param;
-  // The ranks agree on the step (the reader checked): the first rank
-  // holding a fragment gives it.
+/// The document of `param`'s step.pt and the optimizer file it copies
+/// from; none for an optimizer without steps. The ranks agree on the step
+/// (the reader checked): the first rank holding a fragment gives it.
+static std::optional<std::pair<PickleDocument, const TorchFile *>>
+getStepDocument(const DeepSpeedCheckpoint &checkpoint,
+                const DeepSpeedParam &param) {
   for (int64_t rank = 0; rank < int64_t(param.slices.size()); ++rank) {
     if (param.slices[rank].count == 0)
       continue;
     std::optional<PickleRef> step = checkpoint.getStep(rank, param.group);
     if (!step)
-      return Error::success(); // An optimizer without steps.
+      return std::nullopt;
     const TorchFile &source = checkpoint.getOptimizerFile(rank);
-    PickleDocument document = buildCopyDocument(source.getDocument(), *step);
-    llvm::SmallString<256> file(folder);
-    path::append(file, "zero", param.name, "step.pt");
-    return writeCopied(document, source, file);
+    return std::make_pair(buildCopyDocument(source.getDocument(), *step),
+                          &source);
   }
-  return Error::success();
+  return std::nullopt;
+}
+
+Error UniversalConverter::writeStep(const ParamPlan &plan,
+                                    llvm::StringRef folder) {
+  auto step = getStepDocument(checkpoint, *plan.param);
+  if (!step)
+    return Error::success();
+  llvm::SmallString<256> file(folder);
+  path::append(file, "zero", plan.param->name, "step.pt");
+  return writeCopied(step->first, *step->second, file);
+}
+
+/// The bytes of `source` that copying its storages into a file of
+/// `document` reads.
+static void addCopiedBytes(const PickleDocument &document,
+                           const TorchFile &source,
+                           std::vector<FileBytes> &reads) {
+  const llvm::MemoryBuffer &file = source.getBuffer();
+  for (llvm::StringRef bytes : source.getStoragesOf(document))
+    reads.push_back({file.getBufferIdentifier().str(),
+                     bytes.data() - file.getBufferStart(),
+                     static_cast<int64_t>(bytes.size())});
+}
+
+Expected<std::vector<FileBytes>> UniversalConverter::getReads() const {
+  std::vector<FileBytes> reads;
+  for (auto [p, plan] : llvm::enumerate(plans)) {
+    size_t index = plan.param - checkpoint.getParams().data();
+    for (auto [s, state] : llvm::enumerate(kOptimizerStates))
+      if (share.isMine(stateOutputs[p * kOptimizerStates.size() + s]))
+        for (const Shard &shard : plan.param->map.shards)
+          if (std::optional<FileBytes> bytes =
+                  checkpoint.getShardBytes(index, state, shard.rank))
+            reads.push_back(std::move(*bytes));
+    if (share.isMine(stepOutputs[p]))
+      if (auto step = getStepDocument(checkpoint, *plan.param))
+        addCopiedBytes(step->first, *step->second, reads);
+  }
+  if (share.isMine(optimizerOutput)) {
+    Expected<PickleDocument> optimizer = buildTensorStateDocument(checkpoint);
+    if (!optimizer)
+      return optimizer.takeError();
+    addCopiedBytes(*optimizer, checkpoint.getOptimizerFile(0), reads);
+  }
+  for (auto [m, model] : llvm::enumerate(checkpoint.getModelFiles())) {
+    if (!share.isMine(modelOutputs[m]))
+      continue;
+    const llvm::MemoryBuffer &file = model->getBuffer();
+    // Copied whole, or (AutoEP) its document's storages.
+    reads.push_back({file.getBufferIdentifier().str(), 0,
+                     static_cast<int64_t>(file.getBufferSize())});
+  }
+  return reads;
 }
 
 /// Writes the merged tensor of `run` (target buffer 0, `bytes` long) as
@@ -435,10 +489,9 @@ GroupFingerprint UniversalConverter::divideOutputs() {
   share.divide(options.group);
   GroupFingerprint plan;
   plan.addValue("the job", "ds-to-universal");
-  addInputFiles(plan, checkpoint.getFiles());
+  addInputFiles(plan, checkpoint.getFolder(), checkpoint.getFiles());
   for (const ParamPlan &planned : plans)
-    plan.addMap("the map of '" + planned.param->name + "'",
-                planned.param->map);
+    plan.addMap("the map of '" + planned.param->name + "'", planned.param->map);
   share.addTo(plan);
   return plan;
 }
@@ -530,6 +583,15 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
   if (planned)
     return std::move(planned);
   GroupFingerprint plan = converter.divideOutputs();
+  if (options.supplyInput) {
+    Expected<std::vector<FileBytes>> reads = converter.getReads();
+    Error supplied = options.group->agree(reads ? llvm::Error::success()
+                                                : reads.takeError());
+    if (!supplied)
+      supplied = options.supplyInput(std::move(*reads));
+    if (supplied)
+      return std::move(supplied);
+  }
   // Missing parent folders are made, as DeepSpeed's converter makes them
   // (and removed again if the conversion fails); DeepSpeed's loader finds
   // the conversion through latest_universal.

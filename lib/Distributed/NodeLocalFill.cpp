@@ -2,9 +2,11 @@
 //
 // NodeLocalFolder::fill as a transfer on the group's exchange: source rank
 // i is file i, held by its holder; target rank p * files + i is process
-// p's replica of it. Each range a process needs is a byte copy between the
-// two, so the exchange sends it straight from the holder's mapping into
-// the replica's, in batches of at most the group's batch bytes.
+// p's replica of it, staged in memory batch by batch. Each range a process
+// needs is a byte copy between the two, so the exchange sends it straight
+// from the holder's mapping into the receiver's staging buffer, in batches
+// of at most the group's batch bytes; the receiver then writes it into its
+// replica.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +14,13 @@
 #include "ucp/Plan/CopyProgram.h"
 #include "ucp/Support/Error.h"
 
+#include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <cerrno>
 #include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
 
 using namespace ucp;
 namespace fs = llvm::sys::fs;
@@ -27,47 +33,65 @@ struct Need {
   int64_t file, offset, bytes;
 };
 
+/// Where a copy of a batch lands: `bytes` at `staged` of the target's
+/// staging buffer go to `offset` of its replica.
+struct Landing {
+  int64_t target, staged, offset, bytes;
+};
+
+/// One exchange: the byte copies, each into its target's staging buffer
+/// (the receiver writes them into its replicas after), and where they go.
+struct Batch {
+  CopyProgram program;
+  std::vector<Landing> landings;
+};
+
 /// The byte copies of `needs`, in batches of at most `batchBytes` (a range
-/// longer than that is a batch, or several, of its own).
-std::vector<CopyProgram> makeBatches(llvm::ArrayRef<Need> needs,
-                                     llvm::ArrayRef<int64_t> sizes,
-                                     int64_t batchBytes) {
+/// longer than that is cut).
+std::vector<Batch> makeBatches(llvm::ArrayRef<Need> needs,
+                               llvm::ArrayRef<int64_t> sizes,
+                               int64_t batchBytes) {
   int64_t files = sizes.size();
-  std::vector<std::map<std::pair<int64_t, int64_t>, BufferPairCopies>> pairs(1);
+  std::vector<Batch> batches(1);
+  std::map<std::pair<int64_t, int64_t>, BufferPairCopies> pairs;
+  auto close = [&] {
+    CopyProgram &program = batches.back().program;
+    program.pairsSorted = true;
+    for (auto &[key, pair] : pairs) {
+      program.sourceElements[pair.sourceBuffer] = sizes[pair.sourceBuffer];
+      program.pairs.push_back(std::move(pair));
+    }
+    pairs.clear();
+  };
   int64_t inBatch = 0;
   for (const Need &need : needs)
     for (int64_t at = 0; at < need.bytes;) {
-      int64_t bytes = std::min({need.bytes - at, kMaxCopyElements,
-                                std::max<int64_t>(batchBytes - inBatch, 1)});
-      if (inBatch > 0 && inBatch + bytes > batchBytes) {
-        pairs.emplace_back();
+      if (inBatch == batchBytes) {
+        close();
+        batches.emplace_back();
         inBatch = 0;
-        continue;
       }
+      int64_t bytes =
+          std::min({need.bytes - at, kMaxCopyElements, batchBytes - inBatch});
       int64_t target = need.process * files + need.file;
-      BufferPairCopies &pair = pairs.back()[{need.file, target}];
+      int64_t &staged = batches.back().program.targetElements[target];
+      BufferPairCopies &pair = pairs[{need.file, target}];
       pair.sourceBuffer = need.file;
       pair.targetBuffer = target;
       StridedCopy copy;
       copy.shape = {bytes};
       copy.source = {need.offset + at, {1}};
-      copy.target = {need.offset + at, {1}};
+      copy.target = {staged, {1}};
       pair.copies.push_back(std::move(copy));
+      batches.back().landings.push_back(
+          {target, staged, need.offset + at, bytes});
+      staged += bytes;
       inBatch += bytes;
       at += bytes;
     }
-  std::vector<CopyProgram> batches;
-  for (auto &batch : pairs) {
-    if (batch.empty())
-      continue;
-    CopyProgram &program = batches.emplace_back();
-    program.pairsSorted = true;
-    for (auto &[key, pair] : batch) {
-      program.sourceElements[pair.sourceBuffer] = sizes[pair.sourceBuffer];
-      program.targetElements[pair.targetBuffer] = sizes[pair.sourceBuffer];
-      program.pairs.push_back(std::move(pair));
-    }
-  }
+  close();
+  if (batches.back().program.pairs.empty())
+    batches.pop_back();
   return batches;
 }
 
@@ -120,7 +144,7 @@ llvm::Error NodeLocalFolder::fill(llvm::ArrayRef<FileRange> needs) {
       std::memcpy(&need.bytes, words.data() + at + 16, sizeof(int64_t));
       everyNeed.push_back(need);
     }
-  std::vector<CopyProgram> batches =
+  std::vector<Batch> batches =
       makeBatches(everyNeed, fileSizes, group->getBatchBytes());
   if (batches.empty())
     return llvm::Error::success();
@@ -138,9 +162,18 @@ llvm::Error NodeLocalFolder::fill(llvm::ArrayRef<FileRange> needs) {
   if (!transfer)
     return transfer.takeError();
 
-  // The files this process serves, and its replicas, mapped once.
+  // The files this process serves, mapped once; the copies into its
+  // replicas are staged in memory (one buffer, reused) and written with
+  // pwrite: large sequential writes rather than a fault per page of a
+  // shared mapping of a sparse file.
+  int64_t files = names.size();
   std::map<int64_t, std::unique_ptr<llvm::MemoryBuffer>> served;
-  std::map<int64_t, std::unique_ptr<fs::mapped_file_region>> replicas;
+  std::map<int64_t, int> replicas;
+  auto closeReplicas = llvm::make_scope_exit([&] {
+    for (auto &[file, fd] : replicas)
+      ::close(fd);
+  });
+  std::vector<char> staging;
   auto bind = [&](const CopyProgram &program,
                   ProgramBuffers &buffers) -> llvm::Error {
     for (const auto &[file, elements] : program.sourceElements) {
@@ -157,42 +190,61 @@ llvm::Error NodeLocalFolder::fill(llvm::ArrayRef<FileRange> needs) {
       }
       buffers.sources[file] = buffer->getBufferStart();
     }
-    for (const auto &[target, elements] : program.targetElements) {
-      if (target / static_cast<int64_t>(names.size()) != me)
-        continue;
-      int64_t file = target % static_cast<int64_t>(names.size());
-      std::unique_ptr<fs::mapped_file_region> &region = replicas[file];
-      if (!region) {
-        std::string path = localPath + "/" + names[file];
-        llvm::Expected<fs::file_t> fd = fs::openNativeFileForReadWrite(
-            path, fs::CD_OpenExisting, fs::OF_None);
-        if (!fd)
-          return fd.takeError();
-        std::error_code ec;
-        region = std::make_unique<fs::mapped_file_region>(
-            *fd, fs::mapped_file_region::readwrite, fileSizes[file], 0, ec);
-        fs::closeFile(*fd);
-        if (ec)
-          return makeError("cannot map the replica '" + path +
-                           "': " + ec.message());
+    int64_t total = 0;
+    for (const auto &[target, elements] : program.targetElements)
+      total += target / files == me ? elements : 0;
+    if (int64_t(staging.size()) < total)
+      staging.resize(total);
+    total = 0;
+    for (const auto &[target, elements] : program.targetElements)
+      if (target / files == me) {
+        buffers.targets[target] = staging.data() + total;
+        total += elements;
       }
-      buffers.targets[target] = region->data();
+    return llvm::Error::success();
+  };
+  // Writes the copies of `batch` into this process's replicas.
+  auto land = [&](const Batch &batch,
+                  const ProgramBuffers &buffers) -> llvm::Error {
+    for (const Landing &landing : batch.landings) {
+      if (landing.target / files != me)
+        continue;
+      int64_t file = landing.target % files;
+      std::string path = localPath + "/" + names[file];
+      if (!replicas.count(file)) {
+        int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0)
+          return makeError("cannot open the replica '" + path +
+                           "': " + std::strerror(errno));
+        replicas[file] = fd;
+      }
+      const char *from =
+          static_cast<const char *>(buffers.targets.at(landing.target)) +
+          landing.staged;
+      for (int64_t done = 0; done < landing.bytes;) {
+        ssize_t wrote = ::pwrite(replicas[file], from + done,
+                                 landing.bytes - done, landing.offset + done);
+        if (wrote <= 0)
+          return makeError("cannot write the replica '" + path +
+                           "': " + std::strerror(errno));
+        done += wrote;
+      }
+      bytesReceived += landing.bytes;
     }
     return llvm::Error::success();
   };
-  for (const CopyProgram &program : batches) {
+  for (const Batch &batch : batches) {
     ProgramRun run;
-    run.program = &program;
+    run.program = &batch.program;
     run.type = DType::U8;
     run.name = "node-local files";
-    if (llvm::Error error = (*transfer)->agree(bind(program, run.buffers)))
+    if (llvm::Error error =
+            (*transfer)->agree(bind(batch.program, run.buffers)))
       return error;
     if (llvm::Error error = (*transfer)->execute(run))
       return error;
-    for (const BufferPairCopies &pair : program.pairs)
-      if (pair.targetBuffer / static_cast<int64_t>(names.size()) == me)
-        for (const StridedCopy &copy : pair.copies)
-          bytesReceived += copy.shape[0];
+    if (llvm::Error error = (*transfer)->agree(land(batch, run.buffers)))
+      return error;
   }
   return llvm::Error::success();
 }

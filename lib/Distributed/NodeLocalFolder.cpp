@@ -1,7 +1,6 @@
 //===- NodeLocalFolder.cpp - A folder each process holds a part of --------===//
 
 #include "ucp/Distributed/NodeLocalFolder.h"
-#include "ucp/Formats/Torch/TorchArchive.h"
 #include "ucp/Plan/CopyProgram.h"
 #include "ucp/Support/Error.h"
 
@@ -12,35 +11,13 @@
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
 
 using namespace ucp;
 namespace fs = llvm::sys::fs;
-
-std::vector<std::pair<int64_t, int64_t>>
-ucp::getReplicaHoles(const llvm::MemoryBuffer &file) {
-  std::vector<std::pair<int64_t, int64_t>> holes;
-  llvm::Expected<std::unique_ptr<TorchArchive>> archive = TorchArchive::parse(
-      llvm::MemoryBuffer::getMemBuffer(file.getMemBufferRef(), false));
-  if (!archive) {
-    // Not an archive (or a broken one): replicated whole, so that every
-    // process's reader meets what its holder's would.
-    llvm::consumeError(archive.takeError());
-    return holes;
-  }
-  for (const std::string &name : (*archive)->getRecordNames()) {
-    std::optional<llvm::StringRef> record = (*archive)->getRecord(name);
-    if (!llvm::StringRef(name).starts_with("data/") || !record ||
-        static_cast<int64_t>(record->size()) < kReplicaHoleBytes)
-      continue;
-    holes.push_back({record->data() - file.getBufferStart(),
-                     static_cast<int64_t>(record->size())});
-  }
-  llvm::sort(holes);
-  return holes;
-}
 
 namespace {
 
@@ -60,7 +37,8 @@ bool takeWord(llvm::StringRef in, size_t &at, int64_t &value) {
 
 /// What a replica of `file` holds: every byte but the holes, as
 /// (offset, size, bytes) segments.
-std::string makeSkeleton(const llvm::MemoryBuffer &file) {
+std::string makeSkeleton(const llvm::MemoryBuffer &file,
+                         const HoleFinder &findHoles) {
   std::string out;
   int64_t at = 0, size = file.getBufferSize();
   auto addSegment = [&](int64_t end) {
@@ -70,7 +48,7 @@ std::string makeSkeleton(const llvm::MemoryBuffer &file) {
     putWord(out, end - at);
     out.append(file.getBufferStart() + at, end - at);
   };
-  for (auto [offset, bytes] : getReplicaHoles(file)) {
+  for (auto [offset, bytes] : findHoles(file)) {
     addSegment(offset);
     at = offset + bytes;
   }
@@ -131,6 +109,39 @@ llvm::Expected<std::string> listFolder(llvm::StringRef folder) {
   return llvm::join(lines, "");
 }
 
+/// Whether process `pid` has ended: it does not exist, or is a zombie
+/// nobody reaps (as under a container's first process).
+bool hasEnded(int pid) {
+  if (::kill(pid, 0) != 0)
+    return errno == ESRCH;
+  auto stat = llvm::MemoryBuffer::getFileAsStream(
+      "/proc/" + std::to_string(pid) + "/stat");
+  if (!stat)
+    return false;
+  // "pid (command) state ...": the state follows the last ')'.
+  llvm::StringRef text = (*stat)->getBuffer();
+  llvm::StringRef state = text.substr(text.rfind(')') + 1).ltrim();
+  return state.starts_with("Z") || state.starts_with("X");
+}
+
+/// Removes the local folders that processes killed before they could
+/// (their names carry their process ids) left in the temporary folder.
+void removeStaleFolders() {
+  llvm::SmallString<256> temp;
+  llvm::sys::path::system_temp_directory(/*ErasedOnReboot=*/true, temp);
+  std::error_code ec;
+  for (fs::directory_iterator it(temp, ec, /*follow_symlinks=*/false), end;
+       !ec && it != end; it.increment(ec)) {
+    llvm::StringRef name = llvm::sys::path::filename(it->path());
+    int pid = 0;
+    if (!name.consume_front("ucp-node-local-") ||
+        name.split('-').first.getAsInteger(10, pid) || pid <= 0)
+      continue;
+    if (hasEnded(pid))
+      fs::remove_directories(it->path(), /*IgnoreErrors=*/true);
+  }
+}
+
 } // namespace
 
 llvm::Expected<std::vector<std::string>>
@@ -155,7 +166,7 @@ NodeLocalFolder::gather(const std::string &own) {
 
 llvm::Expected<std::unique_ptr<NodeLocalFolder>>
 NodeLocalFolder::open(MPI_Comm comm, llvm::StringRef folder,
-                      const MpiGroupOptions &options) {
+                      const MpiGroupOptions &options, HoleFinder findHoles) {
   std::unique_ptr<NodeLocalFolder> local(new NodeLocalFolder());
   local->comm = comm;
   local->options = options;
@@ -200,12 +211,14 @@ NodeLocalFolder::open(MPI_Comm comm, llvm::StringRef folder,
     return makeError("no process holds a file of '" + folder + "'");
   if (llvm::Error error = processes.agree(local->makeLocalFolder(folder)))
     return std::move(error);
-  if (llvm::Error error = local->shareSkeletons(folder))
+  if (llvm::Error error = local->shareSkeletons(folder, findHoles))
     return std::move(error);
   return local;
 }
 
-NodeLocalFolder::~NodeLocalFolder() {
+NodeLocalFolder::~NodeLocalFolder() { removeLocalFolder(); }
+
+void NodeLocalFolder::removeLocalFolder() {
   if (tempRoot.empty())
     return;
   // Links and replicas only: the held files the links point to stay.
@@ -216,6 +229,7 @@ NodeLocalFolder::~NodeLocalFolder() {
   }
   fs::remove(localPath);
   fs::remove(tempRoot);
+  tempRoot.clear();
 }
 
 bool NodeLocalFolder::holds(llvm::StringRef name) const {
@@ -229,7 +243,9 @@ int NodeLocalFolder::getHolder(llvm::StringRef name) const {
 
 llvm::Error NodeLocalFolder::makeLocalFolder(llvm::StringRef folder) {
   llvm::SmallString<256> root;
-  if (std::error_code ec = fs::createUniqueDirectory("ucp-node-local", root))
+  removeStaleFolders();
+  std::string prefix = "ucp-node-local-" + std::to_string(::getpid());
+  if (std::error_code ec = fs::createUniqueDirectory(prefix, root))
     return makeError("cannot make a local folder for '" + folder +
                      "': " + ec.message());
   tempRoot = root.str().str();
@@ -255,7 +271,8 @@ llvm::Error NodeLocalFolder::makeLocalFolder(llvm::StringRef folder) {
   return llvm::Error::success();
 }
 
-llvm::Error NodeLocalFolder::shareSkeletons(llvm::StringRef folder) {
+llvm::Error NodeLocalFolder::shareSkeletons(llvm::StringRef folder,
+                                            const HoleFinder &findHoles) {
   for (const auto &[name, size] : sizes) {
     int holder = holders[name];
     // Each process knows whether every process holds the file: then no
@@ -271,7 +288,7 @@ llvm::Error NodeLocalFolder::shareSkeletons(llvm::StringRef folder) {
       auto file =
           llvm::MemoryBuffer::getFile(folder + "/" + name, false, false);
       if (file)
-        skeleton = makeSkeleton(**file);
+        skeleton = makeSkeleton(**file, findHoles);
       else
         local = makeError("cannot read '" + folder + "/" + name +
                           "': " + file.getError().message());

@@ -58,13 +58,17 @@ void OutputShare::addTo(GroupFingerprint &fingerprint) const {
   fingerprint.addDigest("the outputs' sizes and processes", text);
 }
 
-void ucp::addInputFiles(GroupFingerprint &fingerprint,
+void ucp::addInputFiles(GroupFingerprint &fingerprint, llvm::StringRef root,
                         llvm::ArrayRef<std::string> files) {
   std::string text;
   for (const std::string &file : files) {
     uint64_t size = 0;
     std::error_code ec = llvm::sys::fs::file_size(file, size);
-    text += file + "\t" + (ec ? ec.message() : std::to_string(size)) + "\n";
+    llvm::StringRef name = file;
+    if (name.consume_front(root))
+      name.consume_front("/");
+    text +=
+        (name + "\t" + (ec ? ec.message() : std::to_string(size)) + "\n").str();
   }
   fingerprint.addValue("the input files", std::to_string(files.size()));
   fingerprint.addDigest("the input files' names and sizes", text);

@@ -292,7 +292,7 @@ GroupFingerprint Checker::divide() {
   total = share.countMine() - share.isMine(paddingUnit);
   GroupFingerprint plan;
   plan.addValue("the job", "check");
-  addInputFiles(plan, source.getFiles());
+  addInputFiles(plan, source.getPath(), source.getFiles());
   for (const CheckpointTensor &tensor : tensors)
     plan.addMap("the map of '" + tensor.name + "'", tensor.map);
   share.addTo(plan);

@@ -310,7 +310,7 @@ GroupFingerprint Exporter::divideOutputs() {
       mine += file.tensors.size();
   GroupFingerprint plan;
   plan.addValue("the job", "export");
-  addInputFiles(plan, source.getFiles());
+  addInputFiles(plan, source.getPath(), source.getFiles());
   for (const ExportTensor &tensor : tensors)
     plan.addMap("the map of '" + tensor.name + "'",
                 source.getTensors()[tensor.index].map);

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Distributed/NodeLocalFolder.h"
+#include "ucp/Formats/Torch/TorchArchive.h"
 
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -38,7 +39,7 @@ checkFile(const NodeLocalFolder &local, llvm::StringRef name,
   // The reference's bytes, with zeros where a replica's holes stay.
   std::string want = (*theirs)->getBuffer().str();
   if (!local.holds(name))
-    for (auto [offset, bytes] : getReplicaHoles(**theirs))
+    for (auto [offset, bytes] : getStoragePayloads(**theirs, kReplicaHoleBytes))
       if (!llvm::is_contained(filled, std::make_pair(offset, bytes)))
         std::fill_n(want.begin() + offset, bytes, '\0');
   llvm::StringRef got = (*mine)->getBuffer();
@@ -75,7 +76,10 @@ int main(int argc, char **argv) {
     options.batchBytes = std::atoll(argv[3]);
   int status = 0;
   {
-    auto local = NodeLocalFolder::open(MPI_COMM_WORLD, folder, options);
+    auto local = NodeLocalFolder::open(
+        MPI_COMM_WORLD, folder, options, [](const llvm::MemoryBuffer &file) {
+          return getStoragePayloads(file, kReplicaHoleBytes);
+        });
     if (!local) {
       status = fail(local.takeError());
       MPI_Finalize();
@@ -91,7 +95,8 @@ int main(int argc, char **argv) {
           llvm::MemoryBuffer::getFile((*local)->getPath() + "/" + name);
       if (!replica)
         return fail(llvm::createStringError("cannot read " + name));
-      for (auto [offset, bytes] : getReplicaHoles(**replica))
+      for (auto [offset, bytes] :
+           getStoragePayloads(**replica, kReplicaHoleBytes))
         if (number++ % 2 == size_t(process % 2) && !(*local)->holds(name)) {
           needs.push_back({name, offset, bytes});
           filled[name].push_back({offset, bytes});

@@ -58,7 +58,7 @@ int runCheckCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
   options.nonFiniteWeightsFatal = nonFiniteWeightsFatal;
   if (MpiRun::isRequested()) {
     llvm::Expected<ProcessGroup *> group =
-        mpi.startJob(checkThreads, arguments);
+        mpi.startJob(checkThreads, arguments, "");
     if (!group) {
       llvm::errs() << ("affine-run: process " +
                        std::to_string(mpi.getProcess()) + ": " +

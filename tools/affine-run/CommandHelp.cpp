@@ -73,7 +73,7 @@ static const CommandHelp kCommands[] = {
      "PARENT/NAME [--inject_missing_state] [--no_strict] [--threads N] "
      "[--no-value-check] [--no-sync] [--quiet]"
      "\n  mpirun -np P affine-run ds-to-universal --mpi ... "
-     "[--mpi-timeout SECONDS]",
+     "[--mpi-timeout SECONDS] [--node-local]",
      "affine-run ds-to-universal --input_folder ckpt/global_step3 "
      "--output_folder ckpt/global_step3_universal\n    (what DeepSpeed's "
      "ds_to_universal.py writes, file for file)"},

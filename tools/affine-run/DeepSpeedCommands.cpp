@@ -21,7 +21,9 @@
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Format.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <set>
@@ -33,11 +35,21 @@ namespace cl = llvm::cl;
 /// With --mpi: the processes this run's job is shared by, and the
 /// prefix naming this one in messages.
 static ProcessGroup *jobGroup = nullptr;
+/// The MPI run of the job, under --mpi.
+static MpiRun *jobMpi = nullptr;
 static std::string messagePrefix = "affine-run: ";
+/// Under --node-local: the input folder, which messages name in place of
+/// the local folders read instead (this process's, or another's in a
+/// message it relays).
+static std::string localInput;
 
 static int fail(const llvm::Twine &message) {
+  std::string text = (messagePrefix + message + "\n").str();
+  llvm::Regex local(MpiRun::getLocalFolderPattern());
+  while (!localInput.empty() && local.match(text))
+    text = local.sub(localInput, text);
   // One write: the lines of processes sharing a terminal stay whole.
-  llvm::errs() << (messagePrefix + message + "\n").str();
+  llvm::errs() << text;
   return 1;
 }
 
@@ -124,6 +136,35 @@ static int runExport() {
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   return writeModel(**checkpoint, exportFolder);
+}
+
+/// Under --node-local: makes `input` whole on this process (MpiRun::
+/// openNodeLocal) and brings what opening it compares (the module weights
+/// and their masters this process checks; learnt from a first open
+/// without that comparison); returns the local folder to open.
+static llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
+                                                 InputSupply &supply) {
+  llvm::Expected<std::string> local = jobMpi->openNodeLocal(input, supply);
+  if (!local)
+    return local.takeError();
+  localInput = input.str();
+  CheckShare probe = getCheckShare();
+  probe.compareWeights = false;
+  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
+      agreeOnInput(DeepSpeedCheckpoint::open(*local, probe));
+  if (!checkpoint)
+    return checkpoint.takeError();
+  llvm::Expected<std::vector<FileBytes>> reads =
+      (*checkpoint)->isPipeline()
+          ? makeError("--node-local: a pipeline checkpoint's layer files "
+                      "are not read node-local yet")
+          : (*checkpoint)->getWeightCheckReads(getCheckShare());
+  if (llvm::Error error =
+          jobGroup->agree(reads ? llvm::Error::success() : reads.takeError()))
+    return std::move(error);
+  if (llvm::Error error = supply(std::move(*reads)))
+    return std::move(error);
+  return local;
 }
 
 static bool printProgress(size_t done, size_t total, int64_t bytes) {
@@ -408,11 +449,15 @@ static int runCommand() {
     return runExport();
   if (getOutputFolder().empty())
     return fail("--output_folder is required");
+  InputSupply supply;
+  llvm::Expected<std::string> input =
+      MpiRun::isNodeLocal() ? openNodeLocal(inputFolder, supply) : inputFolder;
+  if (!input)
+    return fail(llvm::toString(input.takeError()));
   llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
       agreeOnInput(fromUniversalCommand
-                       ? DeepSpeedCheckpoint::openUniversal(inputFolder)
-                       : DeepSpeedCheckpoint::open(inputFolder,
-                                                   getCheckShare()));
+                       ? DeepSpeedCheckpoint::openUniversal(*input)
+                       : DeepSpeedCheckpoint::open(*input, getCheckShare()));
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   if (retargetCommand || fromUniversalCommand)
@@ -424,6 +469,7 @@ static int runCommand() {
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
   options.group = jobGroup;
+  options.supplyInput = supply;
   GroupProgress progress(jobGroup, universalQuiet ? nullptr : printProgress);
   options.progress = progress.getFunction();
   llvm::Expected<UniversalStats> stats =
@@ -431,6 +477,15 @@ static int runCommand() {
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   progress.finish();
+  std::string received;
+  if (MpiRun::isNodeLocal()) {
+    llvm::Expected<int64_t> bytes = jobMpi->getInputBytesReceived();
+    if (!bytes)
+      return fail(llvm::toString(bytes.takeError()));
+    received = (", " + llvm::formatv("{0:F3}", *bytes / 1e6) +
+                " MB of the input brought from other processes")
+                   .str();
+  }
   if (!reports())
     return 0;
   for (const std::string &notice : stats->notices)
@@ -444,21 +499,24 @@ static int runCommand() {
                  << (stats->pointerWritten ? " and latest_universal" : "")
                  << ", " << llvm::format("%.3f", stats->bytesWritten / 1e6)
                  << " MB of tensors in " << llvm::format("%.3f", stats->seconds)
-                 << " s" << describeGroup() << "\n";
+                 << " s" << describeGroup() << received << "\n";
   return 0;
 }
 
 int runDeepSpeedCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
   if (MpiRun::isRequested()) {
-    llvm::Expected<ProcessGroup *> group =
-        mpi.startJob(universalThreads, arguments);
+    llvm::Expected<ProcessGroup *> group = mpi.startJob(
+        universalThreads, arguments, convertCommand ? "" : getInputFolder());
     messagePrefix =
         "affine-run: process " + std::to_string(mpi.getProcess()) + ": ";
     if (!group)
       return fail(llvm::toString(group.takeError()));
     jobGroup = *group;
   }
+  jobMpi = &mpi;
   int code = runCommand();
   jobGroup = nullptr;
+  jobMpi = nullptr;
+  localInput.clear();
   return code;
 }

@@ -4,11 +4,14 @@
 
 #ifdef UCP_HAS_MPI
 #include "ucp/Distributed/MpiTransfer.h"
+#include "ucp/Distributed/NodeLocalFolder.h"
 #include "ucp/Engine/GroupFingerprint.h"
+#include "ucp/Formats/Torch/TorchArchive.h"
 #endif
 #include "ucp/Support/Error.h"
 
 #include "llvm/Support/Format.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
 
 using namespace ucp;
@@ -25,6 +28,14 @@ struct subs {
       option.addSubCommand(*command);
   }
 };
+
+/// The job that reads a node-local input (ds-to-universal) among `jobs`.
+cl::SubCommand *getNodeLocalCommand(llvm::ArrayRef<cl::SubCommand *> jobs) {
+  for (cl::SubCommand *job : jobs)
+    if (job->getName() == "ds-to-universal")
+      return job;
+  return jobs.front();
+}
 
 /// The options of --mpi, made when the commands register them.
 struct MpiOptions {
@@ -61,6 +72,13 @@ struct MpiOptions {
                      "message buffers hold at once)"),
             cl::value_desc("MB"), cl::init(256), cl::sub(command),
             cl::cat(category)),
+        nodeLocal(
+            "node-local",
+            cl::desc("with --mpi: each process holds only some files of "
+                     "the input (its node's own disk, at the same path or "
+                     "each at its own); the bytes a process reads of files "
+                     "it lacks come from the process holding them"),
+            cl::sub(*getNodeLocalCommand(all)), cl::cat(category)),
         fault("mpi-inject-fault",
               cl::desc("for tests: PROCESS:STEP:kill|hang (a step is a "
                        "reshard's exchange batch, another job's output file)"),
@@ -70,6 +88,7 @@ struct MpiOptions {
   cl::opt<std::string> sourceProcesses, targetProcesses;
   cl::opt<double> timeout;
   cl::opt<double> batchMegabytes;
+  cl::opt<bool> nodeLocal;
   cl::opt<std::string> fault;
 };
 
@@ -90,13 +109,15 @@ void MpiRun::registerOptions(cl::SubCommand &reshard,
 
 bool MpiRun::isRequested() { return getOptions() && getOptions()->mpi; }
 
+bool MpiRun::isNodeLocal() { return isRequested() && getOptions()->nodeLocal; }
+
 llvm::Error MpiRun::checkOptions() {
   MpiOptions *flags = getOptions().get();
   if (!flags || flags->mpi)
     return llvm::Error::success();
   for (cl::Option *option : std::initializer_list<cl::Option *>{
            &flags->sourceProcesses, &flags->targetProcesses, &flags->timeout,
-           &flags->batchMegabytes, &flags->fault})
+           &flags->batchMegabytes, &flags->nodeLocal, &flags->fault})
     if (option->getNumOccurrences())
       return makeError("--" + option->ArgStr + " needs --mpi");
   return llvm::Error::success();
@@ -107,6 +128,7 @@ llvm::Error MpiRun::checkOptions() {
 struct MpiRun::State {
   bool started = false;
   std::unique_ptr<MpiGroup> group;
+  std::unique_ptr<NodeLocalFolder> input;
 };
 
 MpiRun::MpiRun() : state(std::make_unique<State>()) {}
@@ -179,7 +201,8 @@ llvm::Error MpiRun::start(int64_t sourceWorld, int64_t targetWorld,
 }
 
 llvm::Expected<ProcessGroup *>
-MpiRun::startJob(unsigned threads, llvm::ArrayRef<const char *> arguments) {
+MpiRun::startJob(unsigned threads, llvm::ArrayRef<const char *> arguments,
+                 llvm::StringRef input) {
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
   state->started = true;
@@ -199,11 +222,46 @@ MpiRun::startJob(unsigned threads, llvm::ArrayRef<const char *> arguments) {
   state->group = std::move(*group);
   GroupFingerprint given;
   given.addValue("the number of arguments", std::to_string(arguments.size()));
-  for (auto [i, argument] : llvm::enumerate(arguments))
-    given.addValue("argument " + std::to_string(i), argument);
+  for (auto [i, argument] : llvm::enumerate(arguments)) {
+    llvm::StringRef text = argument;
+    if (flags.nodeLocal && !input.empty() &&
+        (text == input || text.ends_with("=" + input.str())))
+      text = "(this process's input folder)";
+    given.addValue("argument " + std::to_string(i), text);
+  }
   if (llvm::Error error = agreeOnFingerprint(*state->group, given))
     return std::move(error);
   return state->group.get();
+}
+
+llvm::StringRef MpiRun::getLocalFolderPattern() {
+  return kNodeLocalFolderPattern;
+}
+
+llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef input,
+                                                  InputSupply &supply) {
+  MpiGroupOptions options;
+  options.timeoutSeconds = getOptions()->timeout;
+  llvm::Expected<std::unique_ptr<NodeLocalFolder>> folder =
+      NodeLocalFolder::open(
+          MPI_COMM_WORLD, input, options, [](const llvm::MemoryBuffer &file) {
+            return getStoragePayloads(file, kReplicaHoleBytes);
+          });
+  if (!folder)
+    return folder.takeError();
+  state->input = std::move(*folder);
+  NodeLocalFolder &local = *state->input;
+  supply = [&local](std::vector<FileBytes> reads) -> llvm::Error {
+    std::vector<FileRange> ranges;
+    for (FileBytes &read : reads) {
+      if (llvm::sys::path::parent_path(read.path) != local.getPath())
+        return makeError("'" + read.path + "' is outside the input folder");
+      ranges.push_back({llvm::sys::path::filename(read.path).str(), read.offset,
+                        read.bytes});
+    }
+    return local.fill(ranges);
+  };
+  return local.getPath().str();
 }
 
 int MpiRun::getProcess() const {
@@ -228,9 +286,22 @@ llvm::Expected<int64_t> MpiRun::getBytesSent() {
   return bytes[0];
 }
 
+llvm::Expected<int64_t> MpiRun::getInputBytesReceived() {
+  std::vector<int64_t> bytes = {state->input ? state->input->getBytesReceived()
+                                             : 0};
+  if (llvm::Error error =
+          state->group->reduce(bytes, ProcessGroup::Reduction::Sum))
+    return std::move(error);
+  return bytes[0];
+}
+
 int MpiRun::finish(int code) {
   if (!state->started)
     return code;
+  // The node-local input's folder goes whatever the outcome (before an
+  // abort, which ends this process).
+  if (state->input)
+    state->input->removeLocalFolder();
   // Every failure but a broken group's is one all processes share (they
   // agreed on it, or met it parsing the same options); after a timeout a
   // peer may never answer again.
@@ -238,6 +309,7 @@ int MpiRun::finish(int code) {
     llvm::errs().flush();
     MPI_Abort(MPI_COMM_WORLD, code);
   }
+  state->input.reset();
   state->group.reset();
   MPI_Finalize();
   return code;
@@ -255,13 +327,20 @@ static llvm::Error refuseMpi() {
 llvm::Error MpiRun::start(int64_t, int64_t, TransferOptions &) {
   return refuseMpi();
 }
-llvm::Expected<ProcessGroup *> MpiRun::startJob(unsigned,
-                                                llvm::ArrayRef<const char *>) {
+llvm::Expected<ProcessGroup *>
+MpiRun::startJob(unsigned, llvm::ArrayRef<const char *>, llvm::StringRef) {
   return refuseMpi();
 }
+llvm::StringRef MpiRun::getLocalFolderPattern() { return "^$"; }
+llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef,
+                                                  InputSupply &) {
+  return refuseMpi();
+}
+
 int MpiRun::getProcess() const { return 0; }
 int MpiRun::getProcessCount() const { return 1; }
 llvm::Expected<int64_t> MpiRun::getBytesSent() { return 0; }
+llvm::Expected<int64_t> MpiRun::getInputBytesReceived() { return 0; }
 int MpiRun::finish(int code) { return code; }
 
 #endif

@@ -10,6 +10,7 @@
 #ifndef UCP_TOOLS_AFFINE_RUN_MPIRUN_H
 #define UCP_TOOLS_AFFINE_RUN_MPIRUN_H
 
+#include "ucp/Checkpoint/CheckpointModel.h"
 #include "ucp/Jobs/Transfer.h"
 
 #include "llvm/Support/CommandLine.h"
@@ -28,6 +29,11 @@ public:
                               llvm::cl::OptionCategory &category);
   /// Whether --mpi was given.
   static bool isRequested();
+  /// Whether --node-local was given (with --mpi).
+  static bool isNodeLocal();
+  /// A regular expression matching any process's local folder of
+  /// openNodeLocal (messages name it where they name a file read).
+  static llvm::StringRef getLocalFolderPattern();
   /// Refuses the options of --mpi given without it.
   static llvm::Error checkOptions();
 
@@ -43,15 +49,25 @@ public:
   /// processes (every process reads every input), with `threads` threads
   /// each; then, collectively, fails on every process unless all were
   /// given the same `arguments` (the command line), naming the first
-  /// that differs.
-  llvm::Expected<ProcessGroup *> startJob(unsigned threads,
-                                          llvm::ArrayRef<const char *>
-                                              arguments);
+  /// that differs. Under --node-local each process's `input` folder is its
+  /// own, so that argument may differ.
+  llvm::Expected<ProcessGroup *>
+  startJob(unsigned threads, llvm::ArrayRef<const char *> arguments,
+           llvm::StringRef input);
+  /// Under --node-local, collective: makes the job's input folder `input`,
+  /// of which each process holds some files, whole on every process (a
+  /// NodeLocalFolder, kept until finish), and returns the local folder to
+  /// open instead; `supply` is then what brings the bytes a process reads.
+  llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
+                                            InputSupply &supply);
   /// This process's number (0 before start).
   int getProcess() const;
   int getProcessCount() const;
   /// Collective: the bytes all processes sent to others so far.
   llvm::Expected<int64_t> getBytesSent();
+  /// Collective, after openNodeLocal: the bytes of the input all processes
+  /// received from others.
+  llvm::Expected<int64_t> getInputBytesReceived();
   /// Ends MPI and returns `code`: MPI is finalized when the processes can
   /// still agree, else aborted so that none waits for a dead peer.
   int finish(int code);

@@ -25,6 +25,7 @@
 #include "llvm/Support/MemoryBuffer.h"
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -96,6 +97,20 @@ struct CheckpointTensor {
 ParamMap getWholeTensorMap(llvm::StringRef name, llvm::ArrayRef<int64_t> shape);
 
 class OpenReads;
+
+/// Bytes [offset, offset + bytes) of the file at `path`: what a job reads.
+struct FileBytes {
+  std::string path;
+  int64_t offset = 0;
+  int64_t bytes = 0;
+};
+
+/// Where the input of a process group is node-local (each process holds
+/// some of its files, and sees the others as replicas whose large records
+/// are holes until filled): collective, called once by every process with
+/// the bytes it is about to read, which it brings from the processes that
+/// hold them. Jobs on storage every process reads have none.
+using InputSupply = std::function<llvm::Error(std::vector<FileBytes>)>;
 
 /// A checkpoint as read: tensors whose shards are bound to bytes.
 class CheckpointSource {
@@ -169,6 +184,10 @@ public:
   /// power.
   ProgramRun getRun(size_t index, TensorState state,
                     const CopyProgram &program) const;
+  /// Where the bytes of shard `rank` of `state` of tensor `index` lie in
+  /// their file; none where they are in memory or not held here.
+  std::optional<FileBytes> getShardBytes(size_t index, TensorState state,
+                                         int64_t rank) const;
   /// Calls releaseShard for the source bytes a program has read.
   auto getReleaser(size_t index, TensorState state) const {
     return [this, index, state](int64_t rank, const char *data, size_t bytes) {

@@ -142,6 +142,10 @@ struct CheckShare {
   /// Whether to keep what that comparison read (getOpenReads), for a
   /// `check` that follows.
   bool keepReads = false;
+  /// Whether to make that comparison at all: a group whose input is
+  /// node-local opens once without it, to learn what it will read
+  /// (getWeightCheckReads) and bring those bytes, then again with it.
+  bool compareWeights = true;
 };
 
 /// A DeepSpeed checkpoint folder, validated and memory-mapped. As a
@@ -155,6 +159,11 @@ public:
   /// Opens the checkpoint in `folder` (`CKPT/TAG`).
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
   open(llvm::StringRef folder, CheckShare share = {});
+  /// The bytes the comparison of module weights with their masters reads
+  /// on process `share.process` of `share.processes`: the weights and the
+  /// masters of the parameters given to it.
+  llvm::Expected<std::vector<FileBytes>>
+  getWeightCheckReads(CheckShare share) const;
   /// Opens the Universal checkpoint in `folder` (DeepSpeed's
   /// ds_to_universal output, or ds-to-universal's) as the checkpoint of
   /// one DP rank holding every parameter whole: each parameter's map

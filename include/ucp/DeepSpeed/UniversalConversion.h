@@ -50,6 +50,9 @@ struct UniversalOptions {
   /// The processes that share the job (ucp/Engine/GroupOutputs.h), each
   /// writing the files given to it; none: this process alone.
   ProcessGroup *group = nullptr;
+  /// With a group whose input is node-local: brings the bytes this
+  /// process's files read, once the files are divided.
+  InputSupply supplyInput;
 };
 
 struct UniversalStats {

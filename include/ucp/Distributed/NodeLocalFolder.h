@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -38,16 +39,24 @@ struct FileRange {
   int64_t bytes = 0;
 };
 
+/// A regular expression matching the path of any process's local folder
+/// (in messages, which name it where they name a file read).
+constexpr const char *kNodeLocalFolderPattern =
+    "/([^ ':]*/)?ucp-node-local-[0-9]+-[A-Za-z0-9]+/[^/ ':]+";
+
 /// Records of at least this many bytes are holes in a replica until
 /// filled; smaller ones (scalars, step counts) travel with the skeleton,
 /// so that what a reader reads while opening is there.
 constexpr int64_t kReplicaHoleBytes = int64_t(64) << 10;
 
-/// The byte ranges of `file`'s contents (named `name`) that a replica
-/// leaves as holes: the payloads of a torch.save archive's records of
-/// kReplicaHoleBytes or more; none for any other file.
-std::vector<std::pair<int64_t, int64_t>>
-getReplicaHoles(const llvm::MemoryBuffer &file);
+/// The byte ranges, (offset, bytes) in file order, that a replica of
+/// `file` leaves as holes: what the format knows a reader reads only when
+/// it reads tensors (a torch.save archive's large storages,
+/// getStoragePayloads with kReplicaHoleBytes). None: the file is
+/// replicated whole, so that every process's reader meets what its
+/// holder's would.
+using HoleFinder = std::function<std::vector<std::pair<int64_t, int64_t>>(
+    const llvm::MemoryBuffer &file)>;
 
 /// A folder that each process of an MPI communicator holds a part of, seen
 /// whole through a local folder of each process's own (the file comment).
@@ -55,14 +64,20 @@ class NodeLocalFolder {
 public:
   /// Collective over `comm`: every process lists the regular files of
   /// `folder` (which must exist; it may be empty), learns every other's,
-  /// and makes its local folder in the system's temporary folder. A file
+  /// and makes its local folder in the system's temporary folder (named
+  /// with its process id, so that the folders of processes killed before
+  /// they removed theirs are removed here). A file
   /// held by several processes is served by the lowest; one name of two
   /// sizes is an error on every process, naming both. Waits are bounded
-  /// by `options`' timeout.
+  /// by `options`' timeout. `findHoles` says what each replica leaves out.
   static llvm::Expected<std::unique_ptr<NodeLocalFolder>>
-  open(MPI_Comm comm, llvm::StringRef folder, const MpiGroupOptions &options);
-  /// Removes the local folder (never the files it links to).
+  open(MPI_Comm comm, llvm::StringRef folder, const MpiGroupOptions &options,
+       HoleFinder findHoles);
+  /// Removes the local folder (removeLocalFolder).
   ~NodeLocalFolder();
+  /// Removes the local folder, its links and replicas (never the files the
+  /// links point to); once.
+  void removeLocalFolder();
 
   /// The local folder, named as `folder` is (its last component), inside
   /// a fresh temporary folder.
@@ -86,7 +101,8 @@ public:
 private:
   NodeLocalFolder() = default;
   llvm::Error makeLocalFolder(llvm::StringRef folder);
-  llvm::Error shareSkeletons(llvm::StringRef folder);
+  llvm::Error shareSkeletons(llvm::StringRef folder,
+                             const HoleFinder &findHoles);
   /// Every process's `own` bytes, in process order (collective).
   llvm::Expected<std::vector<std::string>> gather(const std::string &own);
 

@@ -90,8 +90,10 @@ llvm::Expected<std::string> writeCheckpointFolderTogether(
 
 /// Adds the names and sizes of the input files `files` to `fingerprint`,
 /// so that processes reading other files (a node that sees another
-/// version of the checkpoint) disagree.
-void addInputFiles(GroupFingerprint &fingerprint,
+/// version of the checkpoint) disagree. Names are relative to the input's
+/// folder `root` where inside it: under the node-local storage model each
+/// process reads its own folder (the argument naming it may differ).
+void addInputFiles(GroupFingerprint &fingerprint, llvm::StringRef root,
                    llvm::ArrayRef<std::string> files);
 
 /// Collective with `group`: `values` become their sums over its processes

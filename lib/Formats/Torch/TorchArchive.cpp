@@ -299,3 +299,24 @@ std::optional<StringRef> TorchArchive::getRecord(StringRef name) const {
     return std::nullopt;
   return it->second;
 }
+
+std::vector<std::pair<int64_t, int64_t>>
+ucp::getStoragePayloads(const llvm::MemoryBuffer &file, int64_t minBytes) {
+  std::vector<std::pair<int64_t, int64_t>> payloads;
+  llvm::Expected<std::unique_ptr<TorchArchive>> archive = TorchArchive::parse(
+      llvm::MemoryBuffer::getMemBuffer(file.getMemBufferRef(), false));
+  if (!archive) {
+    llvm::consumeError(archive.takeError());
+    return payloads;
+  }
+  for (const std::string &name : (*archive)->getRecordNames()) {
+    std::optional<llvm::StringRef> record = (*archive)->getRecord(name);
+    if (!llvm::StringRef(name).starts_with("data/") || !record ||
+        static_cast<int64_t>(record->size()) < minBytes)
+      continue;
+    payloads.push_back({record->data() - file.getBufferStart(),
+                        static_cast<int64_t>(record->size())});
+  }
+  llvm::sort(payloads);
+  return payloads;
+}

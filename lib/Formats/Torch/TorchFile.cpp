@@ -4,6 +4,8 @@
 #include "ucp/Support/Error.h"
 #include "ucp/Support/InputFile.h"
 
+#include <set>
+
 using namespace ucp;
 using llvm::Error;
 using llvm::Expected;
@@ -63,6 +65,19 @@ Expected<std::unique_ptr<TorchFile>> TorchFile::open(llvm::StringRef path) {
   if (!file)
     return file.takeError();
   return parse(std::move(*file));
+}
+
+std::vector<llvm::StringRef>
+TorchFile::getStoragesOf(const PickleDocument &document) const {
+  std::vector<llvm::StringRef> storages;
+  std::set<std::string> seen;
+  for (PickleRef ref = 0; ref < document.size(); ++ref) {
+    const PickleValue &value = document.get(ref);
+    if (value.kind == PickleValue::Storage && seen.insert(value.text).second)
+      if (std::optional<llvm::StringRef> bytes = getStorageBytes(value.text))
+        storages.push_back(*bytes);
+  }
+  return storages;
 }
 
 TensorData TorchFile::getTensor(PickleRef ref) const {

@@ -1,6 +1,7 @@
 """Runs DeepSpeed jobs alone and under mpirun, and compares their outputs.
 
-Usage: jobs_mpi.py AFFINE_RUN MPIRUN WORK FIXTURES_ROOT [--dp N] NAME...
+Usage: jobs_mpi.py AFFINE_RUN MPIRUN WORK FIXTURES_ROOT [--dp N]
+                  [--node-local] NAME...
 
 For each fixture NAME (a folder under FIXTURES_ROOT holding checkpoint/ and
 maybe universal/), each job (ds-to-universal with --inject_missing_state,
@@ -11,11 +12,19 @@ on 2 cores: oversubscribed). Every output file of the group must be
 byte-identical to the single process's, and the same set of files; a job
 refused alone must be refused under MPI with the same message. Prints one
 line per fixture and job.
+
+With --node-local, the jobs that read a node-local input (ds-to-universal)
+run in that storage model instead: the checkpoint's files are dealt to
+folders of each process's own (file i of the sorted names to process
+i % P, so that with more processes than files some hold none), each
+process is given its own folder, and the output must still be the single
+process's, byte for byte.
 """
 
 import filecmp
 import os
 import re
+import shutil
 import shlex
 import subprocess
 import sys
@@ -48,6 +57,33 @@ def find_tag(folder, pointer):
         return os.path.join(folder, f.read().strip())
 
 
+def deal_files(source, folder, processes):
+    """The files of `source` dealt to folder/p0 .. p<processes - 1>."""
+    names = sorted(n for n in os.listdir(source)
+                   if os.path.isfile(os.path.join(source, n)))
+    folders = [os.path.join(folder, "p%d" % p) for p in range(processes)]
+    for path in folders:
+        os.makedirs(path, exist_ok=True)
+    for index, name in enumerate(names):
+        shutil.copy(os.path.join(source, name),
+                    folders[index % processes])
+    return folders
+
+
+def group_command(mpirun, logs, processes, command, source, local):
+    """mpirun running `command` on `processes` processes; with `local` (a
+    folder), each process given a folder of its own holding some of
+    `source`'s files (MPMD: one application context per process)."""
+    head = mpirun + ["--output-filename", logs]
+    if not local:
+        return head + ["-np", str(processes)] + command
+    contexts = []
+    for folder in deal_files(source, local, processes):
+        given = [folder if part == source else part for part in command]
+        contexts += (["-np", "1"] + given + [":"])
+    return head + contexts[:-1]
+
+
 def run(command):
     result = subprocess.run(command, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
@@ -70,6 +106,9 @@ def main():
     dp = "3"
     if names[:1] == ["--dp"]:
         dp, names = names[1], names[2:]
+    node_local = names[:1] == ["--node-local"]
+    if node_local:
+        names = names[1:]
     mpirun = shlex.split(mpirun)
     failures = 0
     for index, name in enumerate(names):
@@ -82,8 +121,10 @@ def main():
                             "--dp", dp],
             "export": ["export", "--input_folder", source],
         }
+        if node_local:
+            jobs = {"ds-to-universal": jobs["ds-to-universal"]}
         universal = os.path.join(fixture, "universal")
-        if os.path.isdir(universal):
+        if os.path.isdir(universal) and not node_local:
             jobs["universal-to-ds"] = [
                 "universal-to-ds", "--input_folder",
                 find_tag(universal, "latest_universal"), "--dp", "2"]
@@ -100,11 +141,14 @@ def main():
                 # Each process's messages in files of their own: mpirun
                 # forwards the processes' streams in chunks that interleave.
                 logs = os.path.join(base, "logs%d" % processes)
-                mpi_code, mpi_text = run(
-                    mpirun + ["--output-filename", logs, "-np", str(processes),
-                              affine_run] + arguments +
+                mpi_code, mpi_text = run(group_command(
+                    mpirun, logs, processes,
+                    [affine_run] + arguments +
                     [out_flag, os.path.join(group, "out"), "--quiet",
-                     "--mpi"])
+                     "--mpi"] + (["--node-local"] if node_local else []),
+                    source,
+                    os.path.join(base, "local%d" % processes)
+                    if node_local else None))
                 first = os.path.join(logs, "1", "rank.0", "stderr")
                 if os.path.exists(first):
                     with open(first) as f:

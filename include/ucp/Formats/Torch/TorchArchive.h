@@ -36,6 +36,12 @@ namespace ucp {
 
 class RangeCrcs;
 
+/// The (offset, bytes) in `file` of the payloads of its records named
+/// `data/...` (a torch.save archive's storages) of at least `minBytes`, in
+/// file order; none when `file` is not a valid archive.
+std::vector<std::pair<int64_t, int64_t>>
+getStoragePayloads(const llvm::MemoryBuffer &file, int64_t minBytes);
+
 /// A torch.save archive opened for reading (memory-mapped).
 class TorchArchive {
 public:

@@ -57,6 +57,10 @@ public:
   std::optional<llvm::StringRef> getStorageBytes(llvm::StringRef key) const {
     return archive->getRecord("data/" + key.str());
   }
+  /// The bytes of each of this file's storages that `document` references
+  /// (what TorchFileWriter::copyStoragesFrom reads from it).
+  std::vector<llvm::StringRef>
+  getStoragesOf(const PickleDocument &document) const;
 
 private:
   TorchFile() = default;
