@@ -9,7 +9,7 @@ checkpoint bench/deepspeed-bench.py generates), each round runs, in turns:
 `cp -r` of the folder and `sync` (the copy floor: every byte read once
 and written once, on disk when it returns, as the jobs' outputs are), ds-retarget to DP 3 in one process, and the same with --mpi under
 mpirun at each process count; then the same for ds-to-universal, and
-ds-to-universal in the node-local storage model (--node-local: the files
+both jobs in the node-local storage model (--node-local: the files
 dealt to a folder of each process's own, as hard links, file i to process
 i % N; each process given its own folder). The page cache is warm (each
 command reads what the one before read). Prints per command the median
@@ -99,20 +99,20 @@ def main():
                 samples.setdefault((job, n), []).append(measure(
                     mpirun + ["-np", str(n), run] + arguments + ["--mpi"],
                     out))
-        arguments = jobs["ds-to-universal"]
-        for n in counts:
-            samples.setdefault(("ds-to-universal node-local", n), []).append(
-                measure(node_local(mpirun, run, arguments, n), out))
+        for job, arguments in jobs.items():
+            for n in counts:
+                samples.setdefault((job + " node-local", n), []).append(
+                    measure(node_local(mpirun, run, arguments, n), out))
     floor = samples.pop("cp")
     print(f"checkpoint: {size / 1e9:.2f} GB, {args.repetitions} rounds, "
           f"medians; cp -r and sync {statistics.median(floor):.2f} s")
-    print(f"{'job':<20} {'processes':>9} {'wall s':>7} {'x cp':>6} "
+    print(f"{'job':<29} {'processes':>9} {'wall s':>7} {'x cp':>6} "
           f"{'x alone':>8} {'paired':>7}")
     for (job, n), runs in samples.items():
         alone = samples[(job.replace(" node-local", ""), 0)]
         wall = statistics.median(runs)
         paired = statistics.median(r / a for r, a in zip(runs, alone))
-        print(f"{job:<20} {n if n else 'alone':>9} {wall:7.2f} "
+        print(f"{job:<29} {n if n else 'alone':>9} {wall:7.2f} "
               f"{wall / statistics.median(floor):6.2f} "
               f"{wall / statistics.median(alone):8.2f} {paired:7.2f}")
 

@@ -2,6 +2,7 @@
 
 #include "ucp/Checkpoint/CheckpointModel.h"
 #include "ucp/Engine/Executor.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Map/Indexing.h"
 #include "ucp/Support/InputFile.h"
 #include "ucp/Support/MappedFileReader.h"
@@ -96,6 +97,14 @@ std::optional<FileBytes> CheckpointSource::getShardBytes(size_t index,
   return std::nullopt;
 }
 
+void CheckpointSource::addStateBytes(size_t index, TensorState state,
+                                     std::vector<FileBytes> &reads) const {
+  for (const Shard &shard : getTensors()[index].map.shards)
+    if (std::optional<FileBytes> bytes =
+            getShardBytes(index, state, shard.rank))
+      reads.push_back(std::move(*bytes));
+}
+
 void CheckpointSource::releaseShard(size_t index, TensorState state,
                                     int64_t rank, const char *data,
                                     size_t bytes) const {
@@ -110,4 +119,14 @@ llvm::Error CheckpointSource::readShard(
   return readMappedBytes(getShardBuffer(index, state, rank),
                          getShard(index, state, rank) + from, bytes,
                          chunkBytes, consume);
+}
+
+llvm::Error ucp::supplyReads(const InputSupply &supply, ProcessGroup *group,
+                             llvm::Expected<std::vector<FileBytes>> reads) {
+  llvm::Error named = reads ? llvm::Error::success() : reads.takeError();
+  if (group)
+    named = group->agree(std::move(named));
+  if (named)
+    return named;
+  return supply(std::move(*reads));
 }

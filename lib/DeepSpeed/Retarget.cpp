@@ -189,9 +189,21 @@ void Retargeter::buildWeights(size_t g, size_t i, int64_t t, DType type,
   narrowFloat32(master.data(), elements, type, out.data());
 }
 
-Error Retargeter::checkGroupFragments(size_t g, int64_t t, size_t state) {
+std::vector<size_t> Retargeter::getPartitionParams(size_t g, int64_t d,
+                                                   int64_t t) const {
+  GroupRank rank = getGroupRank(g, d, t);
+  const ZeroGroupLayout &layout = layouts[g][rank.outer];
+  std::vector<size_t> found;
+  for (auto [i, p] : llvm::enumerate(getGroupParams(g, rank.outer)))
+    if (layout.getSlice(i, rank.inner).count > 0)
+      found.push_back(p);
+  return found;
+}
+
+Error Retargeter::checkPartitionFragments(size_t g, int64_t d, int64_t t,
+                                          size_t state) {
   TensorState which = kOptimizerStates[state];
-  for (size_t p : getGroupParams(g, t)) {
+  for (size_t p : getPartitionParams(g, d, t)) {
     {
       std::lock_guard<std::mutex> lock(valuesCheckedMutex);
       if (!valuesChecked.insert({p, state}).second)
@@ -300,7 +312,8 @@ Error Retargeter::writeStorages(TorchFileWriter &writer,
     PartitionPieces partition;
     switch (storage.fill) {
     case NewStorage::Partition:
-      if (Error error = checkGroupFragments(storage.group, t, storage.state))
+      if (Error error =
+              checkPartitionFragments(storage.group, d, t, storage.state))
         return error;
       partition = getPartitionPieces(storage.group, d, t, storage.state,
                                      storage.elements, getZeroPiece());
@@ -501,6 +514,10 @@ ucp::retargetCheckpoint(const DeepSpeedCheckpoint &checkpoint,
   if (planned)
     return std::move(planned);
   GroupFingerprint plan = retargeter.divideOutputs();
+  if (options.supplyInput)
+    if (Error error = supplyReads(options.supplyInput, options.group,
+                                  retargeter.getReads()))
+      return std::move(error);
   // DeepSpeed's load_checkpoint finds the tag through latest.
   Expected<std::string> pointerNote = writeCheckpointFolderTogether(
       options.group, *folder, "latest", checkpoint.getFolder(), plan,

@@ -73,6 +73,9 @@ public:
   /// Divides the target files among the processes of the options' group,
   /// and returns what they must agree on.
   GroupFingerprint divideOutputs();
+  /// The bytes of the source that writing this process's target files
+  /// reads (RetargetReads.cpp); after divideOutputs.
+  llvm::Expected<std::vector<FileBytes>> getReads() const;
   /// Writes the target files this process holds into `folder`.
   llvm::Error write(llvm::StringRef folder);
   int64_t getBytesWritten() const { return bytesWritten; }
@@ -109,6 +112,12 @@ private:
     PickleDocument document;
     std::vector<NewStorage> storages;
   };
+
+  /// Adds what writing `file` for grid rank (d, t) reads: the storages
+  /// it copies from `source`, and what fills each new storage.
+  void addTargetFileReads(const TargetFile &file, const TorchFile &source,
+                          int64_t d, int64_t t,
+                          std::vector<FileBytes> &reads) const;
 
   /// Refuses a target that cannot be written, before any planning.
   llvm::Error checkTarget() const;
@@ -361,10 +370,15 @@ private:
     };
     std::vector<Source> sources;
   };
-  /// Checks optimizer state `state` of group g's parameters on target TP
-  /// rank t as read (checkFragments: replicas, and values unless told
-  /// not to), each parameter once.
-  llvm::Error checkGroupFragments(size_t g, int64_t t, size_t state);
+  /// The parameters of group g with elements in partition (g, d, t): what
+  /// writing it reads.
+  std::vector<size_t> getPartitionParams(size_t g, int64_t d, int64_t t) const;
+  /// Checks optimizer state `state` of the parameters of partition
+  /// (g, d, t) as read (checkFragments: replicas, and values unless told
+  /// not to), each parameter once: every parameter is checked by the
+  /// partitions holding its elements.
+  llvm::Error checkPartitionFragments(size_t g, int64_t d, int64_t t,
+                                      size_t state);
   /// The first `elements` of partition (g, d, t) of `state`, padding from
   /// `zeros`.
   PartitionPieces getPartitionPieces(size_t g, int64_t d, int64_t t,
@@ -426,7 +440,7 @@ private:
   /// file's order.
   std::map<int64_t, std::vector<size_t>> layerParams;
   std::map<int64_t, std::vector<std::string>> layerKeys;
-  /// The (parameter, optimizer state) pairs checkGroupFragments has
+  /// The (parameter, optimizer state) pairs checkPartitionFragments has
   /// checked: each once, however many target ranks read it.
   std::set<std::pair<size_t, size_t>> valuesChecked;
   std::mutex valuesCheckedMutex;

@@ -8,6 +8,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/DeepSpeed/UniversalConversion.h"
+#include "JobReads.h"
 #include "ucp/DeepSpeed/UniversalDocuments.h"
 #include "ucp/Engine/CpuExecutor.h"
 #include "ucp/Engine/GroupOutputs.h"
@@ -279,45 +280,28 @@ Error UniversalConverter::writeStep(const ParamPlan &plan,
   return writeCopied(step->first, *step->second, file);
 }
 
-/// The bytes of `source` that copying its storages into a file of
-/// `document` reads.
-static void addCopiedBytes(const PickleDocument &document,
-                           const TorchFile &source,
-                           std::vector<FileBytes> &reads) {
-  const llvm::MemoryBuffer &file = source.getBuffer();
-  for (llvm::StringRef bytes : source.getStoragesOf(document))
-    reads.push_back({file.getBufferIdentifier().str(),
-                     bytes.data() - file.getBufferStart(),
-                     static_cast<int64_t>(bytes.size())});
-}
-
 Expected<std::vector<FileBytes>> UniversalConverter::getReads() const {
   std::vector<FileBytes> reads;
   for (auto [p, plan] : llvm::enumerate(plans)) {
     size_t index = plan.param - checkpoint.getParams().data();
     for (auto [s, state] : llvm::enumerate(kOptimizerStates))
       if (share.isMine(stateOutputs[p * kOptimizerStates.size() + s]))
-        for (const Shard &shard : plan.param->map.shards)
-          if (std::optional<FileBytes> bytes =
-                  checkpoint.getShardBytes(index, state, shard.rank))
-            reads.push_back(std::move(*bytes));
+        checkpoint.addStateBytes(index, state, reads);
     if (share.isMine(stepOutputs[p]))
       if (auto step = getStepDocument(checkpoint, *plan.param))
-        addCopiedBytes(step->first, *step->second, reads);
+        addCopiedReads(*step->second, step->first, reads);
   }
   if (share.isMine(optimizerOutput)) {
     Expected<PickleDocument> optimizer = buildTensorStateDocument(checkpoint);
     if (!optimizer)
       return optimizer.takeError();
-    addCopiedBytes(*optimizer, checkpoint.getOptimizerFile(0), reads);
+    addCopiedReads(checkpoint.getOptimizerFile(0), *optimizer, reads);
   }
   for (auto [m, model] : llvm::enumerate(checkpoint.getModelFiles())) {
     if (!share.isMine(modelOutputs[m]))
       continue;
-    const llvm::MemoryBuffer &file = model->getBuffer();
     // Copied whole, or (AutoEP) its document's storages.
-    reads.push_back({file.getBufferIdentifier().str(), 0,
-                     static_cast<int64_t>(file.getBufferSize())});
+    addFileRead(model->getBuffer(), reads);
   }
   return reads;
 }
@@ -583,15 +567,10 @@ ucp::convertToUniversal(const DeepSpeedCheckpoint &checkpoint,
   if (planned)
     return std::move(planned);
   GroupFingerprint plan = converter.divideOutputs();
-  if (options.supplyInput) {
-    Expected<std::vector<FileBytes>> reads = converter.getReads();
-    Error supplied = options.group->agree(reads ? llvm::Error::success()
-                                                : reads.takeError());
-    if (!supplied)
-      supplied = options.supplyInput(std::move(*reads));
-    if (supplied)
-      return std::move(supplied);
-  }
+  if (options.supplyInput)
+    if (Error error = supplyReads(options.supplyInput, options.group,
+                                  converter.getReads()))
+      return std::move(error);
   // Missing parent folders are made, as DeepSpeed's converter makes them
   // (and removed again if the conversion fails); DeepSpeed's loader finds
   // the conversion through latest_universal.

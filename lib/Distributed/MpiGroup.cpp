@@ -212,6 +212,41 @@ llvm::Error MpiGroup::broadcast(llvm::MutableArrayRef<char> bytes, int root) {
   return waitAll(request, "hearing from process " + std::to_string(root));
 }
 
+llvm::Expected<std::vector<std::string>>
+MpiGroup::allGather(llvm::StringRef own) {
+  if (broken)
+    return makeError("the process group is broken");
+  // Lengths first, as 64-bit counts: every process then finds the same
+  // one too long.
+  std::vector<int64_t> lengths(processCount);
+  lengths[process] = static_cast<int64_t>(own.size());
+  MPI_Request request;
+  MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, lengths.data(), 1,
+                 MPI_INT64_T, comm, &request);
+  if (llvm::Error error = waitAll(request, "hearing every process's length"))
+    return std::move(error);
+  std::vector<int> counts(processCount), offsets(processCount);
+  int64_t total = 0;
+  for (int p = 0; p < processCount; ++p) {
+    if (total + lengths[p] > INT_MAX)
+      return makeError("process " + llvm::Twine(p) + " has " +
+                       llvm::Twine(lengths[p]) + " bytes to tell, more " +
+                       "than one message holds with the others'");
+    counts[p] = static_cast<int>(lengths[p]);
+    offsets[p] = static_cast<int>(total);
+    total += lengths[p];
+  }
+  std::string gathered(total, '\0');
+  MPI_Iallgatherv(own.data(), counts[process], MPI_BYTE, gathered.data(),
+                  counts.data(), offsets.data(), MPI_BYTE, comm, &request);
+  if (llvm::Error error = waitAll(request, "hearing every process"))
+    return std::move(error);
+  std::vector<std::string> all;
+  for (int p = 0; p < processCount; ++p)
+    all.push_back(gathered.substr(offsets[p], counts[p]));
+  return all;
+}
+
 void MpiGroup::markOutputWritten() { injectFault(++outputs); }
 
 void MpiGroup::injectFault(int64_t step) {

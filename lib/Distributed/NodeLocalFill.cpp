@@ -17,6 +17,7 @@
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/Support/MemoryBuffer.h"
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -106,7 +107,9 @@ llvm::Error NodeLocalFolder::fill(llvm::ArrayRef<FileRange> needs) {
     names.push_back(name);
     fileSizes.push_back(size);
   }
-  // This process's ranges, checked, as three words each.
+  // This process's ranges, checked, as (file, begin, end); then as three
+  // words each (file, offset, bytes).
+  std::vector<std::array<int64_t, 3>> wanted;
   std::string own;
   llvm::Error local = llvm::Error::success();
   for (const FileRange &range : needs) {
@@ -124,14 +127,25 @@ llvm::Error NodeLocalFolder::fill(llvm::ArrayRef<FileRange> needs) {
                         llvm::Twine(fileSizes[found->second]) + " bytes");
       break;
     }
-    if (holds(range.file) || range.bytes == 0)
-      continue;
-    for (int64_t word : {found->second, range.offset, range.bytes})
-      own.append(reinterpret_cast<const char *>(&word), sizeof word);
+    if (!holds(range.file) && range.bytes > 0)
+      wanted.push_back(
+          {found->second, range.offset, range.offset + range.bytes});
   }
+  // Ranges named twice, or overlapping, travel once.
+  llvm::sort(wanted);
+  std::vector<std::array<int64_t, 3>> merged;
+  for (const std::array<int64_t, 3> &range : wanted)
+    if (!merged.empty() && merged.back()[0] == range[0] &&
+        merged.back()[2] >= range[1])
+      merged.back()[2] = std::max(merged.back()[2], range[2]);
+    else
+      merged.push_back(range);
+  for (auto [file, begin, end] : merged)
+    for (int64_t word : {file, begin, end - begin})
+      own.append(reinterpret_cast<const char *>(&word), sizeof word);
   if (llvm::Error error = group->agree(std::move(local)))
     return error;
-  llvm::Expected<std::vector<std::string>> all = gather(own);
+  llvm::Expected<std::vector<std::string>> all = group->allGather(own);
   if (!all)
     return all.takeError();
   std::vector<Need> everyNeed;

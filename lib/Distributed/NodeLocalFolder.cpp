@@ -144,26 +144,6 @@ void removeStaleFolders() {
 
 } // namespace
 
-llvm::Expected<std::vector<std::string>>
-NodeLocalFolder::gather(const std::string &own) {
-  std::vector<std::string> all(group->getProcessCount());
-  for (int root = 0; root < group->getProcessCount(); ++root) {
-    int64_t length = root == group->getProcess() ? own.size() : 0;
-    if (llvm::Error error = group->broadcast(
-            {reinterpret_cast<char *>(&length), sizeof length}, root))
-      return std::move(error);
-    if (length < 0 || length > INT_MAX)
-      return makeError("process " + llvm::Twine(root) + " has " +
-                       llvm::Twine(length) + " bytes to tell, more than " +
-                       "one message holds");
-    all[root] = root == group->getProcess() ? own : std::string(length, '\0');
-    if (llvm::Error error =
-            group->broadcast({all[root].data(), all[root].size()}, root))
-      return std::move(error);
-  }
-  return all;
-}
-
 llvm::Expected<std::unique_ptr<NodeLocalFolder>>
 NodeLocalFolder::open(MPI_Comm comm, llvm::StringRef folder,
                       const MpiGroupOptions &options, HoleFinder findHoles) {
@@ -181,7 +161,7 @@ NodeLocalFolder::open(MPI_Comm comm, llvm::StringRef folder,
   std::string own = listing ? *listing : "";
   if (llvm::Error error = processes.agree(listing.takeError()))
     return std::move(error);
-  llvm::Expected<std::vector<std::string>> lists = local->gather(own);
+  llvm::Expected<std::vector<std::string>> lists = local->group->allGather(own);
   if (!lists)
     return lists.takeError();
   for (auto [process, list] : llvm::enumerate(*lists)) {

@@ -72,6 +72,9 @@ public:
   /// Divides the files among the processes of the options' group, and
   /// returns what they must agree on.
   GroupFingerprint divideOutputs();
+  /// The bytes of the source this process's files read: every shard of
+  /// the state each of their tensors is made from.
+  std::vector<FileBytes> getReads() const;
   /// Writes the files this process holds into `folder`.
   Error write(llvm::StringRef folder);
   const std::vector<ExportTensor> &getTensors() const { return tensors; }
@@ -318,6 +321,15 @@ GroupFingerprint Exporter::divideOutputs() {
   return plan;
 }
 
+std::vector<FileBytes> Exporter::getReads() const {
+  std::vector<FileBytes> reads;
+  for (auto [index, file] : llvm::enumerate(files))
+    if (share.isMine(index))
+      for (size_t t : file.tensors)
+        source.addStateBytes(tensors[t].index, tensors[t].state, reads);
+  return reads;
+}
+
 Error Exporter::write(llvm::StringRef folder) {
   for (auto [index, file] : llvm::enumerate(files)) {
     if (!share.isMine(index))
@@ -367,6 +379,10 @@ Expected<ExportStats> ucp::exportModel(const CheckpointSource &checkpoint,
     return std::move(planned);
   exporter.layOut();
   GroupFingerprint plan = exporter.divideOutputs();
+  if (options.supplyInput)
+    if (Error error = supplyReads(options.supplyInput, options.group,
+                                  exporter.getReads()))
+      return std::move(error);
   if (Error error = writeFolderTogether(
           options.group, folder, plan,
           [&](llvm::function_ref<Error(llvm::StringRef)> write) -> Error {

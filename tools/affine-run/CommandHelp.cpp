@@ -84,7 +84,7 @@ static const CommandHelp kCommands[] = {
      "[--pp-tied KEY=L1,L2]...] [--threads N] [--no-value-check] "
      "[--no-sync] [--quiet]"
      "\n  mpirun -np P affine-run ds-retarget --mpi ... "
-     "[--mpi-timeout SECONDS]",
+     "[--mpi-timeout SECONDS] [--node-local]",
      "affine-run ds-retarget --input_folder ckpt/global_step3 --output_folder "
      "dp4/global_step3 --dp 4\n    (the checkpoint a run at DP 4 would have "
      "saved; TP, ZeRO stage and pipeline stay the source's)"},
@@ -104,7 +104,7 @@ static const CommandHelp kCommands[] = {
      "[--exclude_frozen_parameters] [--no-value-check] [--no-sync] "
      "[--quiet]"
      "\n  mpirun -np P affine-run export --mpi ... "
-     "[--mpi-timeout SECONDS]",
+     "[--mpi-timeout SECONDS] [--node-local]",
      "affine-run export --input_folder ckpt/global_step3 --out model --dtype "
      "bf16\n    (the consolidated model as safetensors files, as "
      "zero_to_fp32.py gives it)"},

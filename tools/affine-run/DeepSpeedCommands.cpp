@@ -44,10 +44,19 @@ static std::string messagePrefix = "affine-run: ";
 static std::string localInput;
 
 static int fail(const llvm::Twine &message) {
-  std::string text = (messagePrefix + message + "\n").str();
+  std::string given = (messagePrefix + message + "\n").str();
+  // Each local folder named becomes the input folder, in one pass (the
+  // input folder's own name is never read as a pattern or an escape).
+  std::string text;
   llvm::Regex local(MpiRun::getLocalFolderPattern());
-  while (!localInput.empty() && local.match(text))
-    text = local.sub(localInput, text);
+  llvm::SmallVector<llvm::StringRef, 2> found;
+  llvm::StringRef rest = given;
+  while (!localInput.empty() && local.match(rest, &found)) {
+    size_t at = found[0].data() - rest.data();
+    text += rest.take_front(at).str() + localInput;
+    rest = rest.drop_front(at + found[0].size());
+  }
+  text += rest.str();
   // One write: the lines of processes sharing a terminal stay whole.
   llvm::errs() << text;
   return 1;
@@ -61,6 +70,19 @@ static std::string describeGroup() {
   return jobGroup ? " across " + std::to_string(jobGroup->getProcessCount()) +
                         " processes"
                   : "";
+}
+
+/// ", N MB of the input brought from other processes" for a job whose
+/// input is node-local (collective: the group's total); empty otherwise.
+static llvm::Expected<std::string> describeInputReceived() {
+  if (!MpiRun::isNodeLocal())
+    return "";
+  llvm::Expected<int64_t> bytes = jobMpi->getInputBytesReceived();
+  if (!bytes)
+    return bytes.takeError();
+  return (", " + llvm::formatv("{0:F3}", *bytes / 1e6) +
+          " MB of the input brought from other processes")
+      .str();
 }
 
 /// This process's part of the checks a DeepSpeed checkpoint makes on open:
@@ -98,9 +120,44 @@ static bool printExportProgress(size_t done, size_t total, int64_t bytes) {
   return true;
 }
 
+/// Under --node-local: makes `input` whole on this process (MpiRun::
+/// openNodeLocal) and brings what opening it compares (the module weights
+/// and their masters this process checks; learnt from a first open
+/// without that comparison); returns the local folder to open.
+static llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
+                                                 InputSupply &supply) {
+  // What a replica leaves out is a torch.save archive's records, and only
+  // the folder's own files are listed: other formats would read holes.
+  if (llvm::Error error = jobGroup->agree(
+          detectCheckpointFormat(input) == CheckpointFormat::DeepSpeed
+              ? llvm::Error::success()
+              : makeError("--node-local: '" + input +
+                          "' is not a DeepSpeed checkpoint folder; only "
+                          "those are read node-local")))
+    return std::move(error);
+  llvm::Expected<std::string> local = jobMpi->openNodeLocal(input, supply);
+  if (!local)
+    return local.takeError();
+  localInput = input.str();
+  CheckShare probe = getCheckShare();
+  probe.compareWeights = false;
+  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
+      agreeOnInput(DeepSpeedCheckpoint::open(*local, probe));
+  if (!checkpoint)
+    return checkpoint.takeError();
+  if (llvm::Error error = supplyReads(
+          supply, jobGroup,
+          (*checkpoint)->isPipeline()
+              ? makeError("--node-local: a pipeline checkpoint's layer files "
+                          "are not read node-local yet")
+              : (*checkpoint)->getWeightCheckReads(getCheckShare())))
+    return std::move(error);
+  return local;
+}
+
 /// Writes the model of `checkpoint` into `folder` as safetensors files.
 static int writeModel(const CheckpointSource &checkpoint,
-                      llvm::StringRef folder) {
+                      llvm::StringRef folder, InputSupply supply = {}) {
   std::optional<int64_t> shardBytes = parseShardSize(maxShardSize);
   if (!shardBytes)
     return fail("--max-shard-size " + maxShardSize +
@@ -112,6 +169,7 @@ static int writeModel(const CheckpointSource &checkpoint,
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
   options.group = jobGroup;
+  options.supplyInput = std::move(supply);
   GroupProgress progress(jobGroup,
                          universalQuiet ? nullptr : printExportProgress);
   options.progress = progress.getFunction();
@@ -119,52 +177,32 @@ static int writeModel(const CheckpointSource &checkpoint,
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   progress.finish();
+  llvm::Expected<std::string> received = describeInputReceived();
+  if (!received)
+    return fail(llvm::toString(received.takeError()));
   if (!universalQuiet && reports())
     llvm::outs() << "export: " << stats->tensors << " tensors, " << stats->files
                  << (stats->files == 1 ? " file, " : " files, ")
                  << llvm::format("%.3f", stats->bytesWritten / 1e6) << " MB in "
                  << llvm::format("%.3f", stats->seconds) << " s"
-                 << describeGroup() << "\n";
+                 << describeGroup() << *received << "\n";
   return 0;
 }
 
 static int runExport() {
   if (exportFolder.empty())
     return fail("--out is required");
+  InputSupply supply;
+  llvm::Expected<std::string> input =
+      MpiRun::isNodeLocal() ? openNodeLocal(getInputFolder(), supply)
+                            : getInputFolder();
+  if (!input)
+    return fail(llvm::toString(input.takeError()));
   llvm::Expected<std::unique_ptr<CheckpointSource>> checkpoint =
-      agreeOnInput(openCheckpoint(getInputFolder(), getCheckShare()));
+      agreeOnInput(openCheckpoint(*input, getCheckShare()));
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
-  return writeModel(**checkpoint, exportFolder);
-}
-
-/// Under --node-local: makes `input` whole on this process (MpiRun::
-/// openNodeLocal) and brings what opening it compares (the module weights
-/// and their masters this process checks; learnt from a first open
-/// without that comparison); returns the local folder to open.
-static llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
-                                                 InputSupply &supply) {
-  llvm::Expected<std::string> local = jobMpi->openNodeLocal(input, supply);
-  if (!local)
-    return local.takeError();
-  localInput = input.str();
-  CheckShare probe = getCheckShare();
-  probe.compareWeights = false;
-  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
-      agreeOnInput(DeepSpeedCheckpoint::open(*local, probe));
-  if (!checkpoint)
-    return checkpoint.takeError();
-  llvm::Expected<std::vector<FileBytes>> reads =
-      (*checkpoint)->isPipeline()
-          ? makeError("--node-local: a pipeline checkpoint's layer files "
-                      "are not read node-local yet")
-          : (*checkpoint)->getWeightCheckReads(getCheckShare());
-  if (llvm::Error error =
-          jobGroup->agree(reads ? llvm::Error::success() : reads.takeError()))
-    return std::move(error);
-  if (llvm::Error error = supply(std::move(*reads)))
-    return std::move(error);
-  return local;
+  return writeModel(**checkpoint, exportFolder, supply);
 }
 
 static bool printProgress(size_t done, size_t total, int64_t bytes) {
@@ -213,7 +251,8 @@ static int readPipelineOptions(RetargetOptions &options) {
 /// Writes `checkpoint` at the target the command line gives; at `stage`
 /// where it gives none.
 static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
-                       std::optional<int> stage = std::nullopt) {
+                       std::optional<int> stage = std::nullopt,
+                       InputSupply supply = {}) {
   RetargetOptions options;
   if (targetDp.getNumOccurrences())
     options.dp = targetDp;
@@ -255,6 +294,7 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
   options.syncOutputs = !universalNoSync;
   options.checkValues = !noValueCheck;
   options.group = jobGroup;
+  options.supplyInput = std::move(supply);
   GroupProgress progress(jobGroup, universalQuiet ? nullptr : printProgress);
   options.progress = progress.getFunction();
   llvm::Expected<RetargetStats> stats =
@@ -262,6 +302,9 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   progress.finish();
+  llvm::Expected<std::string> received = describeInputReceived();
+  if (!received)
+    return fail(llvm::toString(received.takeError()));
   if (!reports())
     return 0;
   if (!stats->pointerNote.empty())
@@ -298,7 +341,7 @@ static int runRetarget(const DeepSpeedCheckpoint &checkpoint,
         << (stats->pointerNote.empty() ? " and latest" : "") << ", "
         << llvm::format("%.3f", stats->bytesWritten / 1e6)
         << " MB of partitions in " << llvm::format("%.3f", stats->seconds)
-        << " s" << describeGroup() << "\n";
+        << " s" << describeGroup() << *received << "\n";
   return 0;
 }
 
@@ -461,7 +504,7 @@ static int runCommand() {
   if (!checkpoint)
     return fail(llvm::toString(checkpoint.takeError()));
   if (retargetCommand || fromUniversalCommand)
-    return runRetarget(**checkpoint);
+    return runRetarget(**checkpoint, std::nullopt, supply);
   UniversalOptions options;
   options.threads = universalThreads;
   options.injectMissingState = injectMissingState;
@@ -477,15 +520,9 @@ static int runCommand() {
   if (!stats)
     return fail(llvm::toString(stats.takeError()));
   progress.finish();
-  std::string received;
-  if (MpiRun::isNodeLocal()) {
-    llvm::Expected<int64_t> bytes = jobMpi->getInputBytesReceived();
-    if (!bytes)
-      return fail(llvm::toString(bytes.takeError()));
-    received = (", " + llvm::formatv("{0:F3}", *bytes / 1e6) +
-                " MB of the input brought from other processes")
-                   .str();
-  }
+  llvm::Expected<std::string> received = describeInputReceived();
+  if (!received)
+    return fail(llvm::toString(received.takeError()));
   if (!reports())
     return 0;
   for (const std::string &notice : stats->notices)
@@ -499,7 +536,7 @@ static int runCommand() {
                  << (stats->pointerWritten ? " and latest_universal" : "")
                  << ", " << llvm::format("%.3f", stats->bytesWritten / 1e6)
                  << " MB of tensors in " << llvm::format("%.3f", stats->seconds)
-                 << " s" << describeGroup() << received << "\n";
+                 << " s" << describeGroup() << *received << "\n";
   return 0;
 }
 

@@ -29,12 +29,16 @@ struct subs {
   }
 };
 
-/// The job that reads a node-local input (ds-to-universal) among `jobs`.
-cl::SubCommand *getNodeLocalCommand(llvm::ArrayRef<cl::SubCommand *> jobs) {
+/// The jobs among `jobs` that read a node-local input: those that name
+/// the bytes they read (ds-to-universal, ds-retarget, export).
+std::vector<cl::SubCommand *>
+getNodeLocalCommands(llvm::ArrayRef<cl::SubCommand *> jobs) {
+  std::vector<cl::SubCommand *> found;
   for (cl::SubCommand *job : jobs)
-    if (job->getName() == "ds-to-universal")
-      return job;
-  return jobs.front();
+    if (llvm::is_contained({"ds-to-universal", "ds-retarget", "export"},
+                           job->getName()))
+      found.push_back(job);
+  return found;
 }
 
 /// The options of --mpi, made when the commands register them.
@@ -78,7 +82,7 @@ struct MpiOptions {
                      "the input (its node's own disk, at the same path or "
                      "each at its own); the bytes a process reads of files "
                      "it lacks come from the process holding them"),
-            cl::sub(*getNodeLocalCommand(all)), cl::cat(category)),
+            subs{getNodeLocalCommands(all)}, cl::cat(category)),
         fault("mpi-inject-fault",
               cl::desc("for tests: PROCESS:STEP:kill|hang (a step is a "
                        "reshard's exchange batch, another job's output file)"),
@@ -253,12 +257,14 @@ llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef input,
   NodeLocalFolder &local = *state->input;
   supply = [&local](std::vector<FileBytes> reads) -> llvm::Error {
     std::vector<FileRange> ranges;
-    for (FileBytes &read : reads) {
-      if (llvm::sys::path::parent_path(read.path) != local.getPath())
-        return makeError("'" + read.path + "' is outside the input folder");
-      ranges.push_back({llvm::sys::path::filename(read.path).str(), read.offset,
-                        read.bytes});
-    }
+    // A path outside the local folder goes as it is: fill refuses it on
+    // every process at once, rather than leaving the others waiting.
+    for (FileBytes &read : reads)
+      ranges.push_back(
+          {llvm::sys::path::parent_path(read.path) == local.getPath()
+               ? llvm::sys::path::filename(read.path).str()
+               : read.path,
+           read.offset, read.bytes});
     return local.fill(ranges);
   };
   return local.getPath().str();

@@ -112,6 +112,13 @@ struct FileBytes {
 /// hold them. Jobs on storage every process reads have none.
 using InputSupply = std::function<llvm::Error(std::vector<FileBytes>)>;
 
+class ProcessGroup;
+
+/// Collective over `group`: once every process has named its reads (an
+/// error on one is every process's), brings `reads` through `supply`.
+llvm::Error supplyReads(const InputSupply &supply, ProcessGroup *group,
+                        llvm::Expected<std::vector<FileBytes>> reads);
+
 /// A checkpoint as read: tensors whose shards are bound to bytes.
 class CheckpointSource {
 public:
@@ -188,6 +195,11 @@ public:
   /// their file; none where they are in memory or not held here.
   std::optional<FileBytes> getShardBytes(size_t index, TensorState state,
                                          int64_t rank) const;
+  /// Adds to `reads` where every rank's shard of `state` of tensor `index`
+  /// lies (those getShardBytes knows): what moving the state reads, and
+  /// checking its replicas and values.
+  void addStateBytes(size_t index, TensorState state,
+                     std::vector<FileBytes> &reads) const;
   /// Calls releaseShard for the source bytes a program has read.
   auto getReleaser(size_t index, TensorState state) const {
     return [this, index, state](int64_t rank, const char *data, size_t bytes) {

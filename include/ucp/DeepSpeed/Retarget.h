@@ -79,6 +79,9 @@ struct RetargetOptions {
   /// The processes that share the job (ucp/Engine/GroupOutputs.h), each
   /// writing the files given to it; none: this process alone.
   ProcessGroup *group = nullptr;
+  /// With a group whose input is node-local: brings the bytes this
+  /// process's files read, once the files are divided.
+  InputSupply supplyInput;
 };
 
 struct RetargetStats {

@@ -101,6 +101,9 @@ public:
   /// the timeout.
   llvm::Error broadcast(llvm::MutableArrayRef<char> bytes,
                         int root) override;
+  /// Collective: every process's `own` bytes, in process order, within
+  /// the timeout (at most one message's worth from each).
+  llvm::Expected<std::vector<std::string>> allGather(llvm::StringRef own);
   /// Runs every program of `batch` on the buffers each process holds: the
   /// library entry point for callers with their own buffers.
   llvm::Error execute(llvm::ArrayRef<ProgramRun> batch) override;

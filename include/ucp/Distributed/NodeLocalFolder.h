@@ -103,8 +103,6 @@ private:
   llvm::Error makeLocalFolder(llvm::StringRef folder);
   llvm::Error shareSkeletons(llvm::StringRef folder,
                              const HoleFinder &findHoles);
-  /// Every process's `own` bytes, in process order (collective).
-  llvm::Expected<std::vector<std::string>> gather(const std::string &own);
 
   MPI_Comm comm = MPI_COMM_NULL;
   MpiGroupOptions options;

@@ -52,6 +52,9 @@ struct ExportOptions {
   /// The processes that share the export (ucp/Engine/GroupOutputs.h),
   /// each writing the files given to it; none: this process alone.
   ProcessGroup *group = nullptr;
+  /// With a group whose input is node-local: brings the bytes this
+  /// process's files read, once the files are divided.
+  InputSupply supplyInput;
 };
 
 struct ExportStats {

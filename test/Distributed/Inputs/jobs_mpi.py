@@ -1,11 +1,12 @@
 """Runs DeepSpeed jobs alone and under mpirun, and compares their outputs.
 
 Usage: jobs_mpi.py AFFINE_RUN MPIRUN WORK FIXTURES_ROOT [--dp N]
-                  [--node-local] NAME...
+                  [--retarget ARGS] [--node-local] NAME...
 
 For each fixture NAME (a folder under FIXTURES_ROOT holding checkpoint/ and
 maybe universal/), each job (ds-to-universal with --inject_missing_state,
-ds-retarget to DP 3 (or N), export,
+ds-retarget to DP 3 (or N; with --retarget, only ds-retarget, to the
+target ARGS, one string), export,
 and universal-to-ds where a Universal folder exists) runs once in one
 process and then with --mpi at -np 2, 3 and one of 1, 4, 8 (8 processes
 on 2 cores: oversubscribed). Every output file of the group must be
@@ -13,8 +14,8 @@ byte-identical to the single process's, and the same set of files; a job
 refused alone must be refused under MPI with the same message. Prints one
 line per fixture and job.
 
-With --node-local, the jobs that read a node-local input (ds-to-universal)
-run in that storage model instead: the checkpoint's files are dealt to
+With --node-local, the jobs that read a node-local input (ds-to-universal,
+ds-retarget, export) run in that storage model instead: the checkpoint's files are dealt to
 folders of each process's own (file i of the sorted names to process
 i % P, so that with more processes than files some hold none), each
 process is given its own folder, and the output must still be the single
@@ -103,9 +104,12 @@ def refusal(text, process=None):
 def main():
     affine_run, mpirun, work, root = sys.argv[1:5]
     names = sys.argv[5:]
-    dp = "3"
+    retarget = ["--dp", "3"]
     if names[:1] == ["--dp"]:
-        dp, names = names[1], names[2:]
+        retarget, names = ["--dp", names[1]], names[2:]
+    only_retarget = names[:1] == ["--retarget"]
+    if only_retarget:
+        retarget, names = shlex.split(names[1]), names[2:]
     node_local = names[:1] == ["--node-local"]
     if node_local:
         names = names[1:]
@@ -117,14 +121,14 @@ def main():
         jobs = {
             "ds-to-universal": ["ds-to-universal", "--input_folder", source,
                                 "--inject_missing_state"],
-            "ds-retarget": ["ds-retarget", "--input_folder", source,
-                            "--dp", dp],
+            "ds-retarget": ["ds-retarget", "--input_folder", source] +
+            retarget,
             "export": ["export", "--input_folder", source],
         }
-        if node_local:
-            jobs = {"ds-to-universal": jobs["ds-to-universal"]}
+        if only_retarget:
+            jobs = {"ds-retarget": jobs["ds-retarget"]}
         universal = os.path.join(fixture, "universal")
-        if os.path.isdir(universal) and not node_local:
+        if os.path.isdir(universal) and not node_local and not only_retarget:
             jobs["universal-to-ds"] = [
                 "universal-to-ds", "--input_folder",
                 find_tag(universal, "latest_universal"), "--dp", "2"]
