@@ -18,6 +18,25 @@
 
 namespace ucp {
 
+/// The process of `processes` that makes the comparisons of copies of
+/// each of `params` (CheckShare), by the bytes they read.
+std::vector<int> getCheckOwners(llvm::ArrayRef<DeepSpeedParam> params,
+                                int processes);
+
+/// Whether process `share.process` compares the elements of ZeRO stage
+/// 0's two optimizer records of model-parallel rank `rank`
+/// (checkOptimizerCopies).
+bool comparesOptimizerCopy(const CheckShare &share, size_t rank);
+
+/// Whether `param` is held by several pipeline stages (a tied module's),
+/// at TP degree `tp`.
+inline bool isTiedAcrossStages(const DeepSpeedParam &param, int64_t tp) {
+  std::set<int64_t> stages;
+  for (const Shard &shard : param.tpMap.shards)
+    stages.insert(shard.rank / tp);
+  return !param.expertLayer && stages.size() > 1;
+}
+
 /// A pipeline run's layer files: layer -> TP rank -> path.
 using LayerFiles = std::map<int64_t, std::map<int64_t, std::string>>;
 

@@ -27,6 +27,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
+#include "JobReads.h"
 #include "ucp/Checkpoint/MasterRounding.h"
 #include "ucp/Engine/GroupOutputs.h"
 #include "ucp/Formats/Torch/PickleCursor.h"
@@ -359,10 +360,8 @@ Error DeepSpeedReader::checkParamShapes() const {
   return Error::success();
 }
 
-/// The process of `processes` that compares each of `params`, by the bytes
-/// the comparison reads.
-static std::vector<int> getCheckOwners(llvm::ArrayRef<DeepSpeedParam> params,
-                                       int processes) {
+std::vector<int> ucp::getCheckOwners(llvm::ArrayRef<DeepSpeedParam> params,
+                                     int processes) {
   std::vector<int64_t> bytes;
   for (const DeepSpeedParam &param : params)
     bytes.push_back(getNumElements(param.tpMap.logicalShape).value_or(0));
@@ -398,11 +397,26 @@ DeepSpeedCheckpoint::getWeightCheckReads(CheckShare share) const {
                            (last + 1) * getElementSize(block.data.dtype)});
         }
     }
-    for (const Shard &shard : params[p].map.shards)
-      if (std::optional<FileBytes> master =
-              getShardBytes(p, TensorState::Master, shard.rank))
-        reads.push_back(std::move(*master));
+    addStateBytes(p, TensorState::Master, reads);
   }
+  // ZeRO stage 0's optimizer records in the model states and in the
+  // optimizer files, both read whole (checkOptimizerCopies).
+  for (size_t m = 0; m < modelFiles.size() && m < ranks.size(); ++m) {
+    std::optional<PickleCursor> copy =
+        PickleCursor(modelFiles[m]->getDocument()).find("optimizer");
+    if (comparesOptimizerCopy(share, m) && copy &&
+        !copy->is(PickleValue::None)) {
+      addFileRead(modelFiles[m]->getBuffer(), reads);
+      addFileRead(ranks[m].file->getBuffer(), reads);
+    }
+  }
+  // The tied parameters' copies, compared on every stage whatever the
+  // stage (checkTiedCopies).
+  for (size_t p = 0; p < params.size(); ++p)
+    if (owners[p] == share.process && isTiedAcrossStages(params[p], tp))
+      for (TensorState state : kOptimizerStates)
+        if (hasState(params[p].group, state))
+          addStateBytes(p, state, reads);
   return reads;
 }
 

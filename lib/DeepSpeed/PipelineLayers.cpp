@@ -266,8 +266,14 @@ Error DeepSpeedReader::findLayerWeights() {
 }
 
 Error DeepSpeedReader::checkTiedCopies() const {
-  for (auto [param, stages] : llvm::zip(checkpoint.params, paramStages)) {
-    if (stages.size() < 2)
+  if (!share.compareWeights)
+    return Error::success();
+  // This process's share, as the weights' comparison divides it.
+  std::vector<int> owners = getCheckOwners(checkpoint.params, share.processes);
+  for (size_t p = 0; p < checkpoint.params.size(); ++p) {
+    const DeepSpeedParam &param = checkpoint.params[p];
+    llvm::ArrayRef<int64_t> stages = paramStages[p];
+    if (stages.size() < 2 || owners[p] != share.process)
       continue;
     for (TensorState state : kOptimizerStates) {
       if (!checkpoint.hasState(param.group, state))

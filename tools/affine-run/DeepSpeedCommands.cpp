@@ -145,12 +145,9 @@ static llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
       agreeOnInput(DeepSpeedCheckpoint::open(*local, probe));
   if (!checkpoint)
     return checkpoint.takeError();
-  if (llvm::Error error = supplyReads(
-          supply, jobGroup,
-          (*checkpoint)->isPipeline()
-              ? makeError("--node-local: a pipeline checkpoint's layer files "
-                          "are not read node-local yet")
-              : (*checkpoint)->getWeightCheckReads(getCheckShare())))
+  if (llvm::Error error =
+          supplyReads(supply, jobGroup,
+                      (*checkpoint)->getWeightCheckReads(getCheckShare())))
     return std::move(error);
   return local;
 }

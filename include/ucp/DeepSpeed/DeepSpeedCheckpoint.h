@@ -130,8 +130,9 @@ struct FreshCheckpointOptions {
 };
 
 /// Which part of the checks made on opening a DeepSpeed checkpoint this
-/// process makes: of the module weights compared with their fp32 masters
-/// (every byte of both read), only those of the parameters given to
+/// process makes: of the comparisons of copies (module weights with their
+/// fp32 masters, and a pipeline's tied parameters across their stages;
+/// every byte of both read), only those of the parameters given to
 /// process `process` of `processes`, divided by bytes as a group divides
 /// its work (ucp/Engine/GroupOutputs.h). Every other check is made whole.
 /// The group's agreement on the open then makes the whole check; the
@@ -142,9 +143,9 @@ struct CheckShare {
   /// Whether to keep what that comparison read (getOpenReads), for a
   /// `check` that follows.
   bool keepReads = false;
-  /// Whether to make that comparison at all: a group whose input is
-  /// node-local opens once without it, to learn what it will read
-  /// (getWeightCheckReads) and bring those bytes, then again with it.
+  /// Whether to make those comparisons at all: a group whose input is
+  /// node-local opens once without them, to learn what they will read
+  /// (getWeightCheckReads) and bring those bytes, then again with them.
   bool compareWeights = true;
 };
 
@@ -159,9 +160,9 @@ public:
   /// Opens the checkpoint in `folder` (`CKPT/TAG`).
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
   open(llvm::StringRef folder, CheckShare share = {});
-  /// The bytes the comparison of module weights with their masters reads
-  /// on process `share.process` of `share.processes`: the weights and the
-  /// masters of the parameters given to it.
+  /// The bytes the comparisons of copies read on process `share.process`
+  /// of `share.processes`: of the parameters given to it, the weights and
+  /// the masters, and a tied parameter's optimizer states on every stage.
   llvm::Expected<std::vector<FileBytes>>
   getWeightCheckReads(CheckShare share) const;
   /// Opens the Universal checkpoint in `folder` (DeepSpeed's
