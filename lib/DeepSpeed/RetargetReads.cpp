@@ -3,9 +3,10 @@
 // What writing each target file reads, named before any is written (a
 // node-local input brings these bytes first). It follows the writers: a
 // target file copies the storages its template keeps, and fills each new
-// storage from the source fragments of its group's parameters (every rank
-// of them, which checking their replicas and values reads too), the fp32
-// masters, a source storage, or a frozen parameter's shards; layer and
+// storage from the source fragments of the parameters with elements in
+// its partition (every rank of them, which checking their replicas and
+// values reads too), the fp32 masters, a source storage, or a frozen
+// parameter's shards; layer and
 // expert files are copied whole, or made from the masters where the source
 // is a Universal folder.
 //
