@@ -7,14 +7,17 @@
 On a DeepSpeed tag folder (by default the 322M-parameter bf16 ZeRO-2 DP 2
 checkpoint bench/deepspeed-bench.py generates), each round runs, in turns:
 `cp -r` of the folder and `sync` (the copy floor: every byte read once
-and written once, on disk when it returns, as the jobs' outputs are), ds-retarget to DP 3 in one process, and the same with --mpi under
-mpirun at each process count; then the same for ds-to-universal, and
-both jobs in the node-local storage model (--node-local: the files
-dealt to a folder of each process's own, as hard links, file i to process
-i % N; each process given its own folder). The page cache is warm (each
-command reads what the one before read). Prints per command the median
-wall time, its ratio to cp and to the single process (the ratio of the
-medians and the median of each round's ratio).
+and written once, on disk when it returns, as the jobs' outputs are),
+ds-retarget to DP 3 in one process, and the same with --mpi under
+mpirun at each process count; then the same for ds-to-universal,
+universal-to-ds to DP 3 (from a Universal folder ds-to-universal makes
+first) and check, and every job in the node-local storage model
+(--node-local: the input's files, its subfolders' too, dealt to a folder
+of each process's own, as hard links, file i of the sorted paths to
+process i % N; each process given its own folder). The page cache is
+warm (each command reads what the one before read). Prints per command
+the median wall time, its ratio to cp and to the single process (the
+ratio of the medians and the median of each round's ratio).
 """
 import argparse
 import os
@@ -53,20 +56,27 @@ def measure(command, output):
     return seconds
 
 
-def node_local(mpirun, run, arguments, processes):
+def tree(folder):
+    """Every file under `folder`, relative, sorted."""
+    return sorted(os.path.relpath(os.path.join(root, name), folder)
+                  for root, _, files in os.walk(folder) for name in files)
+
+
+def node_local(mpirun, run, source, arguments, processes):
     """mpirun running `arguments` with --node-local on `processes`
-    processes, each given a folder of its own holding some of the
-    checkpoint's files (hard links), one application context each."""
-    names = sorted(os.listdir(args.checkpoint))
+    processes, each given a folder of its own holding some of the files
+    under `source` (hard links), one application context each."""
+    names = tree(source)
     contexts = []
     for p in range(processes):
         folder = os.path.join(args.work, f"local{processes}", f"p{p}")
         shutil.rmtree(folder, ignore_errors=True)
         os.makedirs(folder)
         for name in names[p::processes]:
-            os.link(os.path.join(args.checkpoint, name),
-                    os.path.join(folder, name))
-        given = [folder if a == args.checkpoint else a for a in arguments]
+            os.makedirs(os.path.dirname(os.path.join(folder, name)),
+                        exist_ok=True)
+            os.link(os.path.join(source, name), os.path.join(folder, name))
+        given = [folder if a == source else a for a in arguments]
         contexts += ["-np", "1", run] + given + ["--mpi", "--node-local", ":"]
     return mpirun + contexts[:-1]
 
@@ -78,13 +88,23 @@ def main():
                for f in os.listdir(args.checkpoint))
     out = os.path.join(args.work, "out")
     tag = os.path.join(out, "step3")
+    universal = os.path.join(args.work, "universal", "step3_universal")
+    shutil.rmtree(os.path.dirname(universal), ignore_errors=True)
+    subprocess.run([run, "ds-to-universal", "--input_folder", args.checkpoint,
+                    "--output_folder", universal, "--inject_missing_state",
+                    "--quiet"], check=True)
+    # Each job: its input folder and its arguments.
     jobs = {
-        "ds-retarget --dp 3": ["ds-retarget", "--input_folder",
-                               args.checkpoint, "--output_folder", tag,
-                               "--dp", "3", "--quiet"],
-        "ds-to-universal": ["ds-to-universal", "--input_folder",
-                            args.checkpoint, "--output_folder", tag,
-                            "--inject_missing_state", "--quiet"],
+        "ds-retarget --dp 3": (args.checkpoint, [
+            "ds-retarget", "--input_folder", args.checkpoint,
+            "--output_folder", tag, "--dp", "3", "--quiet"]),
+        "ds-to-universal": (args.checkpoint, [
+            "ds-to-universal", "--input_folder", args.checkpoint,
+            "--output_folder", tag, "--inject_missing_state", "--quiet"]),
+        "universal-to-ds --dp 3": (universal, [
+            "universal-to-ds", "--input_folder", universal,
+            "--output_folder", tag, "--dp", "3", "--quiet"]),
+        "check": (args.checkpoint, ["check", args.checkpoint, "--quiet"]),
     }
     counts = [int(n) for n in args.processes.split(",")]
     samples = {}
@@ -92,17 +112,18 @@ def main():
         samples.setdefault("cp", []).append(measure(
             ["sh", "-c", 'cp -r "$0" "$1" && sync', args.checkpoint, tag],
             out))
-        for job, arguments in jobs.items():
+        for job, (source, arguments) in jobs.items():
             samples.setdefault((job, 0), []).append(
                 measure([run] + arguments, out))
             for n in counts:
                 samples.setdefault((job, n), []).append(measure(
                     mpirun + ["-np", str(n), run] + arguments + ["--mpi"],
                     out))
-        for job, arguments in jobs.items():
+        for job, (source, arguments) in jobs.items():
             for n in counts:
                 samples.setdefault((job + " node-local", n), []).append(
-                    measure(node_local(mpirun, run, arguments, n), out))
+                    measure(node_local(mpirun, run, source, arguments, n),
+                            out))
     floor = samples.pop("cp")
     print(f"checkpoint: {size / 1e9:.2f} GB, {args.repetitions} rounds, "
           f"medians; cp -r and sync {statistics.median(floor):.2f} s")

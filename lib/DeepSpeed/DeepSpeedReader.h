@@ -197,11 +197,13 @@ llvm::Expected<TensorStates>
 readTensorStates(const TorchFile &file, bool zero3,
                  llvm::StringRef key = "optimizer_state_dict");
 
-/// `tensor` if its view is row-major; else its elements copied in
-/// row-major order into a new string of `copies`, which holds them for as
-/// long as the checkpoint lives (a deque: the strings never move).
-TensorData makeRowMajor(const TensorData &tensor,
-                        std::deque<std::string> &copies);
+/// `tensor` (of `file`) if its view is row-major; else its elements copied
+/// in row-major order into a new string of `copies`, which holds them for
+/// as long as the checkpoint lives (a deque: the strings never move), the
+/// span of `file` read added to `reads`.
+TensorData makeRowMajor(const TensorData &tensor, const TorchFile &file,
+                        std::deque<std::string> &copies,
+                        std::vector<FileBytes> &reads);
 
 /// The value of the step `ref` of `file`: a number, or a tensor of one
 /// element.

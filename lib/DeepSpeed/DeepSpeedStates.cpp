@@ -445,12 +445,20 @@ Expected<double> ucp::readStepValue(const TorchFile &file, PickleRef ref) {
                    file.getDocument().describe(ref) + ", not a number");
 }
 
-TensorData ucp::makeRowMajor(const TensorData &tensor,
-                             std::deque<std::string> &copies) {
+TensorData ucp::makeRowMajor(const TensorData &tensor, const TorchFile &file,
+                             std::deque<std::string> &copies,
+                             std::vector<FileBytes> &reads) {
   if (tensor.strides == getRowMajorStrides(tensor.shape) ||
       getNumElements(tensor.shape).value_or(0) <= 1)
     return tensor;
   int64_t size = getElementSize(tensor.dtype);
+  // The span of the view (strides are never negative in a saved tensor).
+  int64_t last = 0;
+  for (auto [extent, stride] : llvm::zip(tensor.shape, tensor.strides))
+    last += (extent - 1) * stride;
+  const llvm::MemoryBuffer &buffer = file.getBuffer();
+  reads.push_back({buffer.getBufferIdentifier().str(),
+                   tensor.data - buffer.getBufferStart(), (last + 1) * size});
   std::string &bytes = copies.emplace_back(
       getNumElements(tensor.shape).value_or(0) * size, '\0');
   int64_t e = 0;

@@ -152,8 +152,10 @@ DeepSpeedReader::getFrozenShard(const TorchFile &file, llvm::StringRef name,
     return makeError(where + " is " + getSafetensorsName(saved.dtype) +
                      ", the first rank's " + getSafetensorsName(*type));
   type = saved.dtype;
-  const char *data =
-      zero3 ? saved.data : makeRowMajor(saved, checkpoint.savedCopies).data;
+  const char *data = zero3 ? saved.data
+                           : makeRowMajor(saved, file, checkpoint.savedCopies,
+                                          checkpoint.readIntoMemory)
+                                 .data;
   return DeepSpeedCheckpoint::SavedShard{&file, data};
 }
 

@@ -370,8 +370,10 @@ std::vector<int> ucp::getCheckOwners(llvm::ArrayRef<DeepSpeedParam> params,
 
 llvm::Expected<std::vector<FileBytes>>
 DeepSpeedCheckpoint::getWeightCheckReads(CheckShare share) const {
-  std::vector<FileBytes> reads;
-  if (stage == 3)
+  // What every process's open copied into memory, then its share of the
+  // comparisons (a Universal folder has no copies to compare).
+  std::vector<FileBytes> reads = readIntoMemory;
+  if (stage == 3 || isUniversal())
     return reads;
   std::vector<int> owners = getCheckOwners(params, share.processes);
   for (size_t p = 0; p < params.size(); ++p) {

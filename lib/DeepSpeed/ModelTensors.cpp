@@ -36,7 +36,9 @@ Error DeepSpeedReader::addSavedTensor(llvm::StringRef name,
                          ", not its shape " + formatList(logical));
   // A view that is not row-major (rare: a buffer registered as a slice)
   // is read once into memory of its own.
-  const char *data = makeRowMajor(saved, checkpoint.savedCopies).data;
+  const char *data = makeRowMajor(saved, model, checkpoint.savedCopies,
+                                  checkpoint.readIntoMemory)
+                         .data;
   CheckpointTensor tensor;
   tensor.name = name.str();
   tensor.role = role;
@@ -195,14 +197,14 @@ std::vector<CheckpointSource::Padding> DeepSpeedCheckpoint::getPaddings() const 
         TensorData partition = rank.file->getTensor(
             rank.partitions[g][static_cast<size_t>(state)]);
         int64_t length = getNumElements(partition.shape).value_or(0);
+        const char *data =
+            partition.data + used * getElementSize(partition.dtype);
         if (length > used)
-          paddings.push_back(
-              {rank.file->getPath().str(),
-               "parameter group " + std::to_string(g) + "'s " +
-                   getStateName(state).str() + " partition",
-               used, partition.dtype,
-               partition.data + used * getElementSize(partition.dtype),
-               length - used});
+          paddings.push_back({rank.file->getPath().str(),
+                              "parameter group " + std::to_string(g) + "'s " +
+                                  getStateName(state).str() + " partition",
+                              used, partition.dtype, data, length - used,
+                              data - rank.file->getBuffer().getBufferStart()});
       }
     }
   }

@@ -22,10 +22,11 @@ using llvm::Error;
 using llvm::Expected;
 
 void Retargeter::addTargetFileReads(const TargetFile &file,
-                                    const TorchFile &source, int64_t d,
+                                    const TorchFile *source, int64_t d,
                                     int64_t t,
                                     std::vector<FileBytes> &reads) const {
-  addCopiedReads(source, file.document, reads);
+  if (source)
+    addCopiedReads(*source, file.document, reads);
   for (const NewStorage &storage : file.storages)
     switch (storage.fill) {
     case NewStorage::Partition:
@@ -37,7 +38,8 @@ void Retargeter::addTargetFileReads(const TargetFile &file,
         checkpoint.addStateBytes(p, TensorState::Master, reads);
       break;
     case NewStorage::SourceWeights:
-      addStorageRead(source, storage.key, reads);
+      if (source)
+        addStorageRead(*source, storage.key, reads);
       break;
     case NewStorage::Frozen:
       checkpoint.addStateBytes(storage.group, TensorState::Weight, reads);
@@ -49,26 +51,24 @@ void Retargeter::addTargetFileReads(const TargetFile &file,
 
 Expected<std::vector<FileBytes>> Retargeter::getReads() const {
   std::vector<FileBytes> reads;
-  for (const auto &[rank, output] : modelOutputs) {
-    if (!share.isMine(output))
-      continue;
-    auto [d, m] = rank;
-    Expected<TargetFile> built = buildModelStates(d, m);
-    if (!built)
-      return built.takeError();
-    addTargetFileReads(*built, *checkpoint.getModelFiles()[getTemplateRank(m)],
-                       d, m, reads);
-  }
-  for (const auto &[rank, output] : tensorOutputs) {
-    if (!share.isMine(output))
-      continue;
-    auto [d, m] = rank;
-    Expected<TargetFile> built = buildTensorStates(d, m);
-    if (!built)
-      return built.takeError();
-    addTargetFileReads(*built, checkpoint.getOptimizerFile(getTemplateRank(m)),
-                       d, m, reads);
-  }
+  // Model-states files, then optimizer files, each from its template (a
+  // Universal folder's optimizer files are templates built in memory).
+  for (bool model : {true, false})
+    for (const auto &[rank, output] : model ? modelOutputs : tensorOutputs) {
+      if (!share.isMine(output))
+        continue;
+      auto [d, m] = rank;
+      Expected<TargetFile> built =
+          model ? buildModelStates(d, m) : buildTensorStates(d, m);
+      if (!built)
+        return built.takeError();
+      int64_t from = getTemplateRank(m);
+      const TorchFile *source = model ? checkpoint.getModelFiles()[from].get()
+                                : checkpoint.isUniversal()
+                                    ? nullptr
+                                    : &checkpoint.getOptimizerFile(from);
+      addTargetFileReads(*built, source, d, m, reads);
+    }
   // Layer and expert files: copied, or made from the masters.
   llvm::ArrayRef<DeepSpeedParam> params = checkpoint.getParams();
   if (getLayerFileCount() && share.isMine(layerOutput)) {

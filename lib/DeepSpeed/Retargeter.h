@@ -114,8 +114,10 @@ private:
   };
 
   /// Adds what writing `file` for grid rank (d, t) reads: the storages
-  /// it copies from `source`, and what fills each new storage.
-  void addTargetFileReads(const TargetFile &file, const TorchFile &source,
+  /// it copies from `source` (none where `source` is null: a template
+  /// built in memory, whose bytes opening read), and what fills each new
+  /// storage.
+  void addTargetFileReads(const TargetFile &file, const TorchFile *source,
                           int64_t d, int64_t t,
                           std::vector<FileBytes> &reads) const;
 

@@ -163,8 +163,8 @@ Error DeepSpeedReader::readUniversalStates(const DeepSpeedParam &param) {
                        getSafetensorsName(tensor->dtype).str() + " " +
                        formatList(tensor->shape) + " strides " +
                        formatList(tensor->strides));
-    states[static_cast<size_t>(state)] =
-        makeRowMajor(*tensor, checkpoint.savedCopies);
+    states[static_cast<size_t>(state)] = makeRowMajor(
+        *tensor, **file, checkpoint.savedCopies, checkpoint.readIntoMemory);
     opened[static_cast<size_t>(state)] = std::move(*file);
   }
   // Both moments or none, as every parameter of the group.

@@ -14,6 +14,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "DeepSpeedReader.h"
+#include "JobReads.h"
 #include "ucp/Formats/Torch/TorchFileWriter.h"
 #include "ucp/Support/Error.h"
 
@@ -246,6 +247,8 @@ Error DeepSpeedReader::buildUniversalTemplates() {
     items.push_back({t.b.string(key), t.b.copy(model, *value, copied)});
   }
   PickleDocument document = t.b.finish(t.b.dict(items));
+  // The storages it keeps are copied into the templates, in memory.
+  addCopiedReads(**saved, document, checkpoint.readIntoMemory);
   Expected<std::unique_ptr<llvm::MemoryBuffer>> bytes =
       writeTemplateFile(document, t.storages, saved->get());
   if (!bytes)

@@ -87,20 +87,30 @@ llvm::Error writeReplica(llvm::StringRef path, int64_t size,
   return llvm::Error::success();
 }
 
-/// The regular files of `folder` as "name\tsize\n" lines, sorted.
+/// The regular files under `folder` (in its subfolders too, not through
+/// links to folders) as "name\tsize\n" lines, sorted; a name is the
+/// file's path within `folder`.
 llvm::Expected<std::string> listFolder(llvm::StringRef folder) {
   std::error_code ec;
   std::vector<std::string> lines;
-  for (fs::directory_iterator it(folder, ec), end; !ec && it != end;
-       it.increment(ec)) {
+  for (fs::recursive_directory_iterator it(folder, ec, /*follow=*/false), end;
+       !ec && it != end; it.increment(ec)) {
     llvm::ErrorOr<fs::basic_file_status> status = it->status();
     if (!status)
       return makeError("cannot read '" + it->path() +
                        "': " + status.getError().message());
     if (status->type() != fs::file_type::regular_file)
       continue;
-    lines.push_back(llvm::sys::path::filename(it->path()).str() + "\t" +
-                    std::to_string(status->getSize()) + "\n");
+    llvm::StringRef name = it->path();
+    name.consume_front(folder);
+    name = name.ltrim('/');
+    // The listing's own separators cannot be in a name.
+    if (name.find_first_of("\t\n") != llvm::StringRef::npos)
+      return makeError("'" + it->path() +
+                       "': a file name with a tab or a line break, which "
+                       "the processes cannot list to each other");
+    lines.push_back(name.str() + "\t" + std::to_string(status->getSize()) +
+                    "\n");
   }
   if (ec)
     return makeError("cannot list the folder '" + folder +
@@ -202,11 +212,11 @@ void NodeLocalFolder::removeLocalFolder() {
   if (tempRoot.empty())
     return;
   // Links and replicas only: the held files the links point to stay.
-  for (const auto &[name, size] : sizes) {
-    llvm::SmallString<256> path(localPath);
-    llvm::sys::path::append(path, name);
-    fs::remove(path);
-  }
+  for (const auto &[name, size] : sizes)
+    fs::remove(localPath + "/" + name);
+  // The subfolders made for them, the deepest first.
+  for (const std::string &folder : llvm::reverse(subfolders))
+    fs::remove(folder);
   fs::remove(localPath);
   fs::remove(tempRoot);
   tempRoot.clear();
@@ -238,6 +248,8 @@ llvm::Error NodeLocalFolder::makeLocalFolder(llvm::StringRef folder) {
   if (std::error_code ec = fs::create_directory(localPath))
     return makeError("cannot make '" + localPath + "': " + ec.message());
   for (const auto &[name, size] : sizes) {
+    if (llvm::Error error = makeSubfolders(name))
+      return error;
     if (!holds(name))
       continue;
     llvm::SmallString<256> target;
@@ -248,6 +260,22 @@ llvm::Error NodeLocalFolder::makeLocalFolder(llvm::StringRef folder) {
       return makeError("cannot link '" + name + "' into '" + localPath +
                        "': " + ec.message());
   }
+  return llvm::Error::success();
+}
+
+llvm::Error NodeLocalFolder::makeSubfolders(llvm::StringRef name) {
+  llvm::StringRef parent = llvm::sys::path::parent_path(name);
+  if (parent.empty())
+    return llvm::Error::success();
+  // Its parents first, so that the list runs from shallow to deep.
+  if (llvm::Error error = makeSubfolders(parent))
+    return error;
+  std::string path = localPath + "/" + parent.str();
+  if (fs::is_directory(path))
+    return llvm::Error::success();
+  if (std::error_code ec = fs::create_directory(path))
+    return makeError("cannot make '" + path + "': " + ec.message());
+  subfolders.push_back(path);
   return llvm::Error::success();
 }
 

@@ -14,13 +14,21 @@
 using namespace ucp;
 
 std::vector<int> ucp::divideByBytes(llvm::ArrayRef<int64_t> bytes,
-                                    int processes) {
-  std::vector<size_t> order(bytes.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
+                                    int processes, llvm::ArrayRef<int> pinned) {
   std::vector<int64_t> load(std::max(processes, 1), 0);
   std::vector<int> owners(bytes.size(), 0);
+  std::vector<size_t> order;
+  for (size_t index = 0; index < bytes.size(); ++index) {
+    int process = index < pinned.size() ? pinned[index] : -1;
+    if (process < 0 || process >= int(load.size())) {
+      order.push_back(index);
+      continue;
+    }
+    owners[index] = process;
+    load[process] += std::max<int64_t>(bytes[index], 1);
+  }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return bytes[a] > bytes[b]; });
   for (size_t index : order) {
     int least = static_cast<int>(
         std::min_element(load.begin(), load.end()) - load.begin());
@@ -30,15 +38,16 @@ std::vector<int> ucp::divideByBytes(llvm::ArrayRef<int64_t> bytes,
   return owners;
 }
 
-size_t OutputShare::add(llvm::StringRef name, int64_t size) {
+size_t OutputShare::add(llvm::StringRef name, int64_t size, int process) {
   names.push_back(name.str());
   bytes.push_back(size);
+  pinned.push_back(process);
   return names.size() - 1;
 }
 
 void OutputShare::divide(const ProcessGroup *group) {
   process = group ? group->getProcess() : 0;
-  owners = divideByBytes(bytes, group ? group->getProcessCount() : 1);
+  owners = divideByBytes(bytes, group ? group->getProcessCount() : 1, pinned);
 }
 
 bool OutputShare::isMine(size_t index) const {

@@ -49,6 +49,9 @@ public:
   /// of the options' group (all to this process without one), and returns
   /// what they must agree on: what they read and who checks what.
   GroupFingerprint divide();
+  /// What this process's tensors and paddings read (its files are its
+  /// own: getFileHolder pins them).
+  std::vector<FileBytes> getReads() const;
   void checkTensors();
   void checkPaddings();
   void checkContainers();
@@ -285,7 +288,13 @@ GroupFingerprint Checker::divide() {
     uint64_t size = 0;
     if (llvm::sys::fs::file_size(file, size))
       size = 0; // Its reading fails, and says so, in checkContainers.
-    share.add(file, int64_t(size));
+    // Named within the checkpoint: each process of a node-local input
+    // reads a folder of its own.
+    llvm::StringRef name = file;
+    if (name.consume_front(source.getPath()))
+      name = name.ltrim('/');
+    share.add(name, int64_t(size),
+              options.getFileHolder ? options.getFileHolder(file) : -1);
   }
   share.divide(options.group);
   // Progress counts tensors and files.
@@ -297,6 +306,19 @@ GroupFingerprint Checker::divide() {
     plan.addMap("the map of '" + tensor.name + "'", tensor.map);
   share.addTo(plan);
   return plan;
+}
+
+std::vector<FileBytes> Checker::getReads() const {
+  std::vector<FileBytes> reads;
+  for (auto [index, tensor] : llvm::enumerate(source.getTensors()))
+    if (share.isMine(index))
+      for (auto [state, type] : tensor.states)
+        source.addStateBytes(index, state, reads);
+  if (share.isMine(paddingUnit))
+    for (const CheckpointSource::Padding &padding : source.getPaddings())
+      reads.push_back({padding.file, padding.offset,
+                       padding.elements * getElementSize(padding.type)});
+  return reads;
 }
 
 void Checker::checkTensors() {
@@ -418,6 +440,53 @@ static int64_t countFatal(const CheckReport &report) {
                         [](const CheckFinding &f) { return f.fatal; });
 }
 
+/// `text` with every `read` in it replaced by `shown`.
+static std::string replaceAll(llvm::StringRef text, llvm::StringRef read,
+                              llvm::StringRef shown) {
+  std::string out;
+  for (size_t at; !read.empty() && (at = text.find(read)) != text.npos;
+       text = text.drop_front(at + read.size()))
+    out += (text.take_front(at) + shown).str();
+  return out + text.str();
+}
+
+/// `report` naming the folder `shown` wherever it names `read` (its path
+/// and its findings').
+static CheckReport showFolderAs(CheckReport report, llvm::StringRef read,
+                                llvm::StringRef shown) {
+  if (shown.empty() || shown == read)
+    return report;
+  for (std::string *text : {&report.path, &report.pointer})
+    *text = replaceAll(*text, read, shown);
+  for (CheckFinding &finding : report.findings) {
+    finding.message = replaceAll(finding.message, read, shown);
+    finding.file = replaceAll(finding.file, read, shown);
+  }
+  return report;
+}
+
+/// The checkpoint at `path`, opened with `share` on every process of the
+/// options' group, after bringing what opening reads where it is
+/// node-local.
+static llvm::Expected<std::unique_ptr<CheckpointSource>>
+openOnEveryProcess(llvm::StringRef path, CheckShare share,
+                   const CheckOptions &options) {
+  llvm::Error supplied =
+      options.supplyInput
+          ? supplyOpenReads(path, share, options.group, options.supplyInput)
+          : llvm::Error::success();
+  llvm::Expected<std::unique_ptr<CheckpointSource>> source =
+      supplied ? llvm::Expected<std::unique_ptr<CheckpointSource>>(
+                     std::move(supplied))
+               : openCheckpoint(path, share);
+  llvm::Error opened = source ? llvm::Error::success() : source.takeError();
+  if (options.group)
+    opened = options.group->agree(std::move(opened));
+  if (opened)
+    return std::move(opened);
+  return source;
+}
+
 CheckReport ucp::checkCheckpoint(llvm::StringRef path,
                                  const CheckOptions &options) {
   CheckReport report;
@@ -432,31 +501,40 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
     share.processes = options.group->getProcessCount();
   }
   llvm::Expected<std::unique_ptr<CheckpointSource>> source =
-      openCheckpoint(report.path, share);
-  llvm::Error opened = source ? llvm::Error::success() : source.takeError();
-  if (options.group)
-    opened = options.group->agree(std::move(opened));
-  if (opened) {
-    report.findings.push_back({"reader", llvm::toString(std::move(opened)),
-                               report.path, "", "", -1, {}, 0, true});
+      openOnEveryProcess(report.path, share, options);
+  if (!source) {
+    std::string error = llvm::toString(source.takeError());
+    report.findings.push_back(
+        {"reader", error, report.path, "", "", -1, {}, 0, true});
     report.summary = "nothing proven: the checkpoint could not be read";
-    return report;
+    return showFolderAs(std::move(report), path, options.shownPath);
   }
   Checker checker(**source, options, report);
   GroupFingerprint plan = checker.divide();
   // Processes that read other files would each check a part of their own
   // checkpoint, and a unit none of them holds would go unchecked.
-  if (options.group)
-    if (llvm::Error error = agreeOnFingerprint(*options.group, plan)) {
-      report.findings.push_back({"group", llvm::toString(std::move(error)),
-                                 "", "", "", -1, {}, 0, true});
-      report.summary = "nothing proven: the processes disagree on the "
-                       "checkpoint";
-      return report;
-    }
+  llvm::Error agreed = options.group ? agreeOnFingerprint(*options.group, plan)
+                                     : llvm::Error::success();
+  const char *unproven =
+      "nothing proven: the processes disagree on the checkpoint";
+  if (!agreed && options.supplyInput) {
+    agreed =
+        supplyReads(options.supplyInput, options.group, checker.getReads());
+    unproven = "nothing proven: the processes could not bring the bytes "
+               "they check";
+  }
+  if (agreed) {
+    std::string error = llvm::toString(std::move(agreed));
+    report.findings.push_back({"group", error, "", "", "", -1, {}, 0, true});
+    report.summary = unproven;
+    return showFolderAs(std::move(report), path, options.shownPath);
+  }
   checker.checkTensors();
   checker.checkPaddings();
   checker.checkContainers();
+  // Each process's findings name its own folder: the one shown, before
+  // process 0 gathers them.
+  report = showFolderAs(std::move(report), path, options.shownPath);
   std::vector<int64_t> fatal = {countFatal(report)};
   llvm::Error combined = checker.combine();
   if (!combined)

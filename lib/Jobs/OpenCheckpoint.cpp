@@ -2,6 +2,7 @@
 
 #include "ucp/Jobs/OpenCheckpoint.h"
 #include "ucp/DeepSpeed/DeepSpeedCheckpoint.h"
+#include "ucp/Engine/ProcessGroup.h"
 #include "ucp/Formats/Safetensors/SafetensorsCheckpoint.h"
 
 #include "llvm/Support/FileSystem.h"
@@ -77,4 +78,23 @@ std::string ucp::followCheckpointPointer(llvm::StringRef path,
     }
   }
   return path.str();
+}
+
+llvm::Error ucp::supplyOpenReads(llvm::StringRef folder, CheckShare share,
+                                 ProcessGroup *group,
+                                 const InputSupply &supply) {
+  CheckShare probe = share;
+  probe.compareWeights = false;
+  probe.keepReads = false;
+  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
+      detectCheckpointFormat(folder) == CheckpointFormat::Universal
+          ? DeepSpeedCheckpoint::openUniversal(folder)
+          : DeepSpeedCheckpoint::open(folder, probe);
+  llvm::Error opened =
+      checkpoint ? llvm::Error::success() : checkpoint.takeError();
+  if (group)
+    opened = group->agree(std::move(opened));
+  if (opened)
+    return opened;
+  return supplyReads(supply, group, (*checkpoint)->getWeightCheckReads(share));
 }

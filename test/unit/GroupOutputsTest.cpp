@@ -47,10 +47,11 @@ TEST(DivideByBytes, BalancesRandomSizesLargestFirst) {
     EXPECT_LE(getLargestLoad(bytes, owners, processes),
               (total + processes - 1) / processes + largest);
     // With as many outputs as processes, each has one at least.
-    if (bytes.size() >= size_t(processes))
+    if (bytes.size() >= size_t(processes)) {
       for (int process = 0; process < processes; ++process)
         EXPECT_NE(std::count(owners.begin(), owners.end(), process), 0)
             << "process " << process << " of " << processes;
+    }
   }
 }
 
@@ -60,6 +61,15 @@ TEST(DivideByBytes, GivesTheLargestOutputsToDifferentProcesses) {
   EXPECT_EQ(divideByBytes({1, 9, 4, 10, 5}, 2),
             (std::vector<int>{0, 1, 0, 0, 1}));
   EXPECT_EQ(divideByBytes({3, 3, 3}, 1), (std::vector<int>{0, 0, 0}));
+}
+
+TEST(DivideByBytes, KeepsPinnedOutputsAndCountsTheirBytesFirst) {
+  // 3 is pinned to process 0 and 10 to process 1: 9 goes to process 0
+  // (3 < 10), 5 to process 1 (10 < 12), 4 to process 0 (12 < 15).
+  EXPECT_EQ(divideByBytes({3, 9, 4, 10, 5}, 2, {0, -1, -1, 1, -1}),
+            (std::vector<int>{0, 0, 0, 1, 1}));
+  // A pin past the processes is divided as any output.
+  EXPECT_EQ(divideByBytes({1, 9}, 2, {5, -1}), divideByBytes({1, 9}, 2));
 }
 
 /// A group of one process, to run the collective path on.

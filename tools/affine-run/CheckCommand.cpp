@@ -56,13 +56,27 @@ int runCheckCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
   llvm::parallel::strategy = llvm::hardware_concurrency(checkThreads);
   CheckOptions options;
   options.nonFiniteWeightsFatal = nonFiniteWeightsFatal;
+  std::string path = checkPath;
   if (MpiRun::isRequested()) {
     llvm::Expected<ProcessGroup *> group =
-        mpi.startJob(checkThreads, arguments, "");
-    if (!group) {
+        mpi.startJob(checkThreads, arguments, checkPath);
+    llvm::Error error = group ? llvm::Error::success() : group.takeError();
+    if (!error && MpiRun::isNodeLocal()) {
+      // Each process checks its share in a local folder that looks
+      // whole; the report names the folder given.
+      llvm::Expected<std::string> local =
+          mpi.openNodeLocal(checkPath, options.supplyInput);
+      error = local ? llvm::Error::success() : local.takeError();
+      path = local ? *local : path;
+      options.getFileHolder = [&mpi](llvm::StringRef file) {
+        return mpi.getInputHolder(file);
+      };
+      options.shownPath = checkPath;
+    }
+    if (error) {
       llvm::errs() << ("affine-run: process " +
                        std::to_string(mpi.getProcess()) + ": " +
-                       llvm::toString(group.takeError()) + "\n");
+                       llvm::toString(std::move(error)) + "\n");
       return 1;
     }
     options.group = *group;
@@ -82,7 +96,7 @@ int runCheckCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
   };
   GroupProgress progress(options.group, checkQuiet ? nullptr : print);
   options.progress = progress.getFunction();
-  CheckReport report = checkCheckpoint(checkPath, options);
+  CheckReport report = checkCheckpoint(path, options);
   progress.finish();
   if (reports && checkJson) {
     llvm::outs() << llvm::formatv("{0:2}", toJson(report)) << "\n";

@@ -64,7 +64,7 @@ static const CommandHelp kCommands[] = {
      "affine-run check CKPT[/TAG]|UNIV|SAFETENSORS [--json] "
      "[--nonfinite-weights-fatal] [--threads N] [--quiet]"
      "\n  mpirun -np P affine-run check --mpi ... "
-     "[--mpi-timeout SECONDS]",
+     "[--mpi-timeout SECONDS] [--node-local]",
      "affine-run check ckpt\n    (follows ckpt/latest; exit 0 when every "
      "check holds, 1 with every finding, each naming the file, tensor, "
      "state, rank and first element)"},
@@ -95,7 +95,7 @@ static const CommandHelp kCommands[] = {
      "[--pp-tied KEY=L1,L2]... [--threads N] [--no-value-check] "
      "[--no-sync] [--quiet]"
      "\n  mpirun -np P affine-run universal-to-ds --mpi ... "
-     "[--mpi-timeout SECONDS]",
+     "[--mpi-timeout SECONDS] [--node-local]",
      "affine-run universal-to-ds --input_folder ckpt/global_step3_universal "
      "--output_folder tp1/global_step3 --tp 1 --dp 2"},
     {"export",

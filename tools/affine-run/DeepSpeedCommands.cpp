@@ -121,33 +121,16 @@ static bool printExportProgress(size_t done, size_t total, int64_t bytes) {
 }
 
 /// Under --node-local: makes `input` whole on this process (MpiRun::
-/// openNodeLocal) and brings what opening it compares (the module weights
-/// and their masters this process checks; learnt from a first open
-/// without that comparison); returns the local folder to open.
+/// openNodeLocal) and brings what opening it reads (supplyOpenReads);
+/// returns the local folder to open.
 static llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
                                                  InputSupply &supply) {
-  // What a replica leaves out is a torch.save archive's records, and only
-  // the folder's own files are listed: other formats would read holes.
-  if (llvm::Error error = jobGroup->agree(
-          detectCheckpointFormat(input) == CheckpointFormat::DeepSpeed
-              ? llvm::Error::success()
-              : makeError("--node-local: '" + input +
-                          "' is not a DeepSpeed checkpoint folder; only "
-                          "those are read node-local")))
-    return std::move(error);
   llvm::Expected<std::string> local = jobMpi->openNodeLocal(input, supply);
   if (!local)
     return local.takeError();
   localInput = input.str();
-  CheckShare probe = getCheckShare();
-  probe.compareWeights = false;
-  llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>> checkpoint =
-      agreeOnInput(DeepSpeedCheckpoint::open(*local, probe));
-  if (!checkpoint)
-    return checkpoint.takeError();
   if (llvm::Error error =
-          supplyReads(supply, jobGroup,
-                      (*checkpoint)->getWeightCheckReads(getCheckShare())))
+          supplyOpenReads(*local, getCheckShare(), jobGroup, supply))
     return std::move(error);
   return local;
 }

@@ -7,6 +7,7 @@
 #include "ucp/Distributed/NodeLocalFolder.h"
 #include "ucp/Engine/GroupFingerprint.h"
 #include "ucp/Formats/Torch/TorchArchive.h"
+#include "ucp/Jobs/OpenCheckpoint.h"
 #endif
 #include "ucp/Support/Error.h"
 
@@ -30,12 +31,14 @@ struct subs {
 };
 
 /// The jobs among `jobs` that read a node-local input: those that name
-/// the bytes they read (ds-to-universal, ds-retarget, export).
+/// the bytes they read (ds-to-universal, ds-retarget, universal-to-ds,
+/// export, check).
 std::vector<cl::SubCommand *>
 getNodeLocalCommands(llvm::ArrayRef<cl::SubCommand *> jobs) {
   std::vector<cl::SubCommand *> found;
   for (cl::SubCommand *job : jobs)
-    if (llvm::is_contained({"ds-to-universal", "ds-retarget", "export"},
+    if (llvm::is_contained({"ds-to-universal", "ds-retarget", "export",
+                            "universal-to-ds", "check"},
                            job->getName()))
       found.push_back(job);
   return found;
@@ -137,6 +140,14 @@ struct MpiRun::State {
 
 MpiRun::MpiRun() : state(std::make_unique<State>()) {}
 MpiRun::~MpiRun() = default;
+
+/// The name within `local`'s folder of the file at `path` of it.
+static std::optional<llvm::StringRef>
+getNameWithin(const NodeLocalFolder &local, llvm::StringRef path) {
+  if (!path.consume_front(local.getPath()) || !path.consume_front("/"))
+    return std::nullopt;
+  return path;
+}
 
 /// Parses --mpi-inject-fault.
 static llvm::Expected<InjectedFault> parseFault(llvm::StringRef text) {
@@ -244,6 +255,19 @@ llvm::StringRef MpiRun::getLocalFolderPattern() {
 
 llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef input,
                                                   InputSupply &supply) {
+  // What a replica leaves out is a torch.save archive's large records,
+  // which only the DeepSpeed and Universal readers name before they read
+  // them. Each process sees some files: the folder is Universal where any
+  // sees `zero/`.
+  CheckpointFormat format = detectCheckpointFormat(input);
+  std::vector<int64_t> seen = {format == CheckpointFormat::Safetensors};
+  if (llvm::Error error =
+          state->group->reduce(seen, ProcessGroup::Reduction::Max))
+    return std::move(error);
+  if (seen[0])
+    return makeError("--node-local: '" + input +
+                     "' is neither a DeepSpeed nor a Universal checkpoint "
+                     "folder; only those are read node-local");
   MpiGroupOptions options;
   options.timeoutSeconds = getOptions()->timeout;
   llvm::Expected<std::unique_ptr<NodeLocalFolder>> folder =
@@ -261,13 +285,17 @@ llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef input,
     // every process at once, rather than leaving the others waiting.
     for (FileBytes &read : reads)
       ranges.push_back(
-          {llvm::sys::path::parent_path(read.path) == local.getPath()
-               ? llvm::sys::path::filename(read.path).str()
-               : read.path,
+          {getNameWithin(local, read.path).value_or(read.path).str(),
            read.offset, read.bytes});
     return local.fill(ranges);
   };
   return local.getPath().str();
+}
+
+int MpiRun::getInputHolder(llvm::StringRef path) const {
+  std::optional<llvm::StringRef> name =
+      state->input ? getNameWithin(*state->input, path) : std::nullopt;
+  return name ? state->input->getHolder(*name) : -1;
 }
 
 int MpiRun::getProcess() const {
@@ -342,6 +370,7 @@ llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef,
                                                   InputSupply &) {
   return refuseMpi();
 }
+int MpiRun::getInputHolder(llvm::StringRef) const { return -1; }
 
 int MpiRun::getProcess() const { return 0; }
 int MpiRun::getProcessCount() const { return 1; }

@@ -60,6 +60,9 @@ public:
   /// open instead; `supply` is then what brings the bytes a process reads.
   llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
                                             InputSupply &supply);
+  /// After openNodeLocal: the process holding the file at `path` of the
+  /// local folder (-1 for a path outside it).
+  int getInputHolder(llvm::StringRef path) const;
   /// This process's number (0 before start).
   int getProcess() const;
   int getProcessCount() const;

@@ -169,6 +169,8 @@ public:
     DType type = DType::F32;
     const char *data = nullptr;
     int64_t elements = 0;
+    /// Where `data` lies in `file`, in bytes (what checking it reads).
+    int64_t offset = 0;
   };
   virtual std::vector<Padding> getPaddings() const { return {}; }
   /// The file holding shard `rank` of `state` of tensor `index`, for

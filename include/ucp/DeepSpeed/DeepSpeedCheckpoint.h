@@ -160,9 +160,13 @@ public:
   /// Opens the checkpoint in `folder` (`CKPT/TAG`).
   static llvm::Expected<std::unique_ptr<DeepSpeedCheckpoint>>
   open(llvm::StringRef folder, CheckShare share = {});
-  /// The bytes the comparisons of copies read on process `share.process`
-  /// of `share.processes`: of the parameters given to it, the weights and
-  /// the masters, and a tied parameter's optimizer states on every stage.
+  /// The bytes opening reads on process `share.process` of
+  /// `share.processes` beyond the records' pickles: what it copies into
+  /// memory (views that are not row-major, the storages of a Universal
+  /// folder's optimizer_state.pt its templates keep), and the comparisons of
+  /// copies given to it (of its parameters, the weights and the masters; a tied
+  /// parameter's optimizer states on every stage; ZeRO stage 0's two optimizer
+  /// records).
   llvm::Expected<std::vector<FileBytes>>
   getWeightCheckReads(CheckShare share) const;
   /// Opens the Universal checkpoint in `folder` (DeepSpeed's
@@ -406,6 +410,10 @@ private:
   /// What opening read, where CheckShare::keepReads asked for it.
   std::unique_ptr<OpenReads> openReads;
   std::deque<std::string> savedCopies;
+  /// What opening read into memory (the source bytes of savedCopies, the
+  /// storages a Universal folder's templates keep from its
+  /// optimizer_state.pt): getWeightCheckReads names it.
+  std::vector<FileBytes> readIntoMemory;
   std::vector<std::pair<std::string, std::string>> aliases;
   std::string incomplete;
 };

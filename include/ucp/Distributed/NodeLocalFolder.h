@@ -62,8 +62,9 @@ using HoleFinder = std::function<std::vector<std::pair<int64_t, int64_t>>(
 /// whole through a local folder of each process's own (the file comment).
 class NodeLocalFolder {
 public:
-  /// Collective over `comm`: every process lists the regular files of
-  /// `folder` (which must exist; it may be empty), learns every other's,
+  /// Collective over `comm`: every process lists the regular files under
+  /// `folder` (which must exist; it may be empty; subfolders are listed
+  /// too, a file named by its path within `folder`), learns every other's,
   /// and makes its local folder in the system's temporary folder (named
   /// with its process id, so that the folders of processes killed before
   /// they removed theirs are removed here). A file
@@ -82,7 +83,8 @@ public:
   /// The local folder, named as `folder` is (its last component), inside
   /// a fresh temporary folder.
   llvm::StringRef getPath() const { return localPath; }
-  /// Every file of the folder, by name, with its size.
+  /// Every file of the folder, by name (its path within the folder), with
+  /// its size.
   const std::map<std::string, int64_t> &getFiles() const { return sizes; }
   /// Whether this process holds `name` itself (rather than a replica).
   bool holds(llvm::StringRef name) const;
@@ -101,6 +103,8 @@ public:
 private:
   NodeLocalFolder() = default;
   llvm::Error makeLocalFolder(llvm::StringRef folder);
+  /// Makes the subfolders of the local folder that `name` lies in.
+  llvm::Error makeSubfolders(llvm::StringRef name);
   llvm::Error shareSkeletons(llvm::StringRef folder,
                              const HoleFinder &findHoles);
 
@@ -111,6 +115,8 @@ private:
   std::map<std::string, int64_t> sizes;
   std::map<std::string, int> holders;
   std::map<std::string, bool> heldHere;
+  /// The subfolders of the local folder made, each after its parent.
+  std::vector<std::string> subfolders;
   int64_t bytesReceived = 0;
 };
 

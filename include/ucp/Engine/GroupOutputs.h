@@ -37,13 +37,18 @@ class ProcessGroup;
 /// The process each output goes to, given each output's bytes: largest
 /// first, to the process with the fewest bytes so far (ties: the lower
 /// output, the lower process), so that every process computes the same.
-std::vector<int> divideByBytes(llvm::ArrayRef<int64_t> bytes, int processes);
+/// An output `pinned` gives a process (not -1) goes to it, its bytes
+/// counted there before the rest is divided.
+std::vector<int> divideByBytes(llvm::ArrayRef<int64_t> bytes, int processes,
+                               llvm::ArrayRef<int> pinned = {});
 
 /// A job's outputs, in the order the job writes them, and who writes each.
 class OutputShare {
 public:
   /// Adds an output named `name` of about `bytes` bytes; returns its index.
-  size_t add(llvm::StringRef name, int64_t bytes);
+  /// `pinned`: the process that must write it (one that alone can, as
+  /// the holder of a node-local file), or -1 to divide it by bytes.
+  size_t add(llvm::StringRef name, int64_t bytes, int pinned = -1);
   /// Divides the outputs over `group`'s processes (all to this process
   /// without a group).
   void divide(const ProcessGroup *group);
@@ -57,6 +62,7 @@ public:
 private:
   std::vector<std::string> names;
   std::vector<int64_t> bytes;
+  std::vector<int> pinned;
   std::vector<int> owners;
   int process = 0;
 };

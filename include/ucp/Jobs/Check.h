@@ -19,11 +19,13 @@
 #ifndef UCP_JOBS_CHECK_H
 #define UCP_JOBS_CHECK_H
 
+#include "ucp/Checkpoint/CheckpointModel.h"
 #include "ucp/Map/ParamMap.h"
 #include "ucp/Support/Progress.h"
 
 #include "llvm/Support/JSON.h"
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -63,6 +65,16 @@ struct CheckOptions {
   /// finding, in the order one process finds them, and the totals; every
   /// process's report says whether the checkpoint is sound.
   ProcessGroup *group = nullptr;
+  /// Where the group's input is node-local (each process holds some
+  /// files): brings what this process reads of the files it lacks
+  /// (supplyOpenReads on open, then its tensors' shards and paddings).
+  InputSupply supplyInput;
+  /// With supplyInput: the process holding each input file (by its path),
+  /// which checks its records' CRC-32s, reading it where it lies.
+  std::function<int(llvm::StringRef file)> getFileHolder;
+  /// The folder reports name in place of the one read, where they differ
+  /// (a node-local input's local folder, named as the user gave it).
+  std::string shownPath;
 };
 
 /// What a check read and found.

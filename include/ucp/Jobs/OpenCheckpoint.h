@@ -42,6 +42,17 @@ llvm::Expected<std::unique_ptr<CheckpointSource>>
 openCheckpoint(llvm::StringRef path,
                CheckShare share = {});
 
+/// Under the node-local storage model, collective over `group` (which
+/// `share` names this process's part of): opens the DeepSpeed or Universal
+/// checkpoint `folder` (a NodeLocalFolder's local folder, whose large
+/// records are holes until brought) without the comparisons of copies,
+/// and brings through `supply` what opening it with them reads on this
+/// process (DeepSpeedCheckpoint::getWeightCheckReads), so that
+/// openCheckpoint(folder, share) then reads only bytes that are there.
+/// A checkpoint any process cannot open fails every process.
+llvm::Error supplyOpenReads(llvm::StringRef folder, CheckShare share,
+                            ProcessGroup *group, const InputSupply &supply);
+
 } // namespace ucp
 
 #endif // UCP_JOBS_OPENCHECKPOINT_H

@@ -14,12 +14,11 @@ byte-identical to the single process's, and the same set of files; a job
 refused alone must be refused under MPI with the same message. Prints one
 line per fixture and job.
 
-With --node-local, the jobs that read a node-local input (ds-to-universal,
-ds-retarget, export) run in that storage model instead: the checkpoint's files are dealt to
-folders of each process's own (file i of the sorted names to process
-i % P, so that with more processes than files some hold none), each
-process is given its own folder, and the output must still be the single
-process's, byte for byte.
+With --node-local, the jobs run in that storage model instead: the input
+folder's files (in its subfolders too) are dealt to folders of each
+process's own (file i of the sorted paths to process i % P, so that with
+more processes than files some hold none), each process is given its own
+folder, and the output must still be the single process's, byte for byte.
 """
 
 import filecmp
@@ -59,15 +58,15 @@ def find_tag(folder, pointer):
 
 
 def deal_files(source, folder, processes):
-    """The files of `source` dealt to folder/p0 .. p<processes - 1>."""
-    names = sorted(n for n in os.listdir(source)
-                   if os.path.isfile(os.path.join(source, n)))
+    """The files under `source` dealt to folder/p0 .. p<processes - 1>, at
+    the same paths within them."""
     folders = [os.path.join(folder, "p%d" % p) for p in range(processes)]
     for path in folders:
         os.makedirs(path, exist_ok=True)
-    for index, name in enumerate(names):
-        shutil.copy(os.path.join(source, name),
-                    folders[index % processes])
+    for index, name in enumerate(tree(source)):
+        target = os.path.join(folders[index % processes], name)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        shutil.copy(os.path.join(source, name), target)
     return folders
 
 
@@ -128,7 +127,7 @@ def main():
         if only_retarget:
             jobs = {"ds-retarget": jobs["ds-retarget"]}
         universal = os.path.join(fixture, "universal")
-        if os.path.isdir(universal) and not node_local and not only_retarget:
+        if os.path.isdir(universal) and not only_retarget:
             jobs["universal-to-ds"] = [
                 "universal-to-ds", "--input_folder",
                 find_tag(universal, "latest_universal"), "--dp", "2"]
@@ -150,7 +149,7 @@ def main():
                     [affine_run] + arguments +
                     [out_flag, os.path.join(group, "out"), "--quiet",
                      "--mpi"] + (["--node-local"] if node_local else []),
-                    source,
+                    arguments[arguments.index("--input_folder") + 1],
                     os.path.join(base, "local%d" % processes)
                     if node_local else None))
                 first = os.path.join(logs, "1", "rank.0", "stderr")
