@@ -32,10 +32,6 @@
 
 using namespace ucp;
 
-bool CheckReport::isSound() const {
-  return llvm::none_of(findings, [](const CheckFinding &f) { return f.fatal; });
-}
-
 namespace {
 
 /// Checks one checkpoint's tensors and files into a report.
@@ -440,31 +436,6 @@ static int64_t countFatal(const CheckReport &report) {
                         [](const CheckFinding &f) { return f.fatal; });
 }
 
-/// `text` with every `read` in it replaced by `shown`.
-static std::string replaceAll(llvm::StringRef text, llvm::StringRef read,
-                              llvm::StringRef shown) {
-  std::string out;
-  for (size_t at; !read.empty() && (at = text.find(read)) != text.npos;
-       text = text.drop_front(at + read.size()))
-    out += (text.take_front(at) + shown).str();
-  return out + text.str();
-}
-
-/// `report` naming the folder `shown` wherever it names `read` (its path
-/// and its findings').
-static CheckReport showFolderAs(CheckReport report, llvm::StringRef read,
-                                llvm::StringRef shown) {
-  if (shown.empty() || shown == read)
-    return report;
-  for (std::string *text : {&report.path, &report.pointer})
-    *text = replaceAll(*text, read, shown);
-  for (CheckFinding &finding : report.findings) {
-    finding.message = replaceAll(finding.message, read, shown);
-    finding.file = replaceAll(finding.file, read, shown);
-  }
-  return report;
-}
-
 /// The checkpoint at `path`, opened with `share` on every process of the
 /// options' group, after bringing what opening reads where it is
 /// node-local.
@@ -507,7 +478,8 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
     report.findings.push_back(
         {"reader", error, report.path, "", "", -1, {}, 0, true});
     report.summary = "nothing proven: the checkpoint could not be read";
-    return showFolderAs(std::move(report), path, options.shownPath);
+    report.showFolderAs(path, options.shownPath);
+    return report;
   }
   Checker checker(**source, options, report);
   GroupFingerprint plan = checker.divide();
@@ -527,14 +499,15 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
     std::string error = llvm::toString(std::move(agreed));
     report.findings.push_back({"group", error, "", "", "", -1, {}, 0, true});
     report.summary = unproven;
-    return showFolderAs(std::move(report), path, options.shownPath);
+    report.showFolderAs(path, options.shownPath);
+    return report;
   }
   checker.checkTensors();
   checker.checkPaddings();
   checker.checkContainers();
   // Each process's findings name its own folder: the one shown, before
   // process 0 gathers them.
-  report = showFolderAs(std::move(report), path, options.shownPath);
+  report.showFolderAs(path, options.shownPath);
   std::vector<int64_t> fatal = {countFatal(report)};
   llvm::Error combined = checker.combine();
   if (!combined)
@@ -561,43 +534,6 @@ CheckReport ucp::checkCheckpoint(llvm::StringRef path,
   return report;
 }
 
-/// `f` as JSON: its parts where they apply.
-static llvm::json::Object findingToJson(const CheckFinding &f) {
-  llvm::json::Object finding{
-      {"kind", f.kind}, {"message", f.message}, {"fatal", f.fatal}};
-  if (!f.file.empty())
-    finding["file"] = f.file;
-  if (!f.tensor.empty())
-    finding["tensor"] = f.tensor;
-  if (!f.state.empty())
-    finding["state"] = f.state;
-  if (f.rank >= 0)
-    finding["rank"] = f.rank;
-  if (!f.element.empty())
-    finding["element"] = llvm::json::Array(f.element);
-  if (f.count)
-    finding["count"] = f.count;
-  return finding;
-}
-
-/// The finding `value` holds, as findingToJson wrote it (a process of the group
-/// sent it).
-static CheckFinding findingFromJson(const llvm::json::Object &value) {
-  CheckFinding f;
-  f.kind = value.getString("kind").value_or("").str();
-  f.message = value.getString("message").value_or("").str();
-  f.fatal = value.getBoolean("fatal").value_or(true);
-  f.file = value.getString("file").value_or("").str();
-  f.tensor = value.getString("tensor").value_or("").str();
-  f.state = value.getString("state").value_or("").str();
-  f.rank = value.getInteger("rank").value_or(-1);
-  f.count = value.getInteger("count").value_or(0);
-  if (const llvm::json::Array *element = value.getArray("element"))
-    for (const llvm::json::Value &index : *element)
-      f.element.push_back(index.getAsInteger().value_or(0));
-  return f;
-}
-
 /// Collective: process `from`'s `text` on process 0 (others: empty).
 static llvm::Expected<std::string> sendToFirst(ProcessGroup &group, int from,
                                                std::string text) {
@@ -620,7 +556,7 @@ llvm::Error Checker::combine() {
   size_t at = 0;
   for (auto [unit, end] : unitEnds)
     for (; at < end; ++at) {
-      llvm::json::Object finding = findingToJson(report.findings[at]);
+      llvm::json::Object finding = toJson(report.findings[at]);
       finding["unit"] = int64_t(unit);
       mine.push_back(std::move(finding));
     }
@@ -664,24 +600,4 @@ llvm::Error Checker::combine() {
   report.bytesRead = totals[3];
   replicated = totals[4] != 0;
   return llvm::Error::success();
-}
-
-llvm::json::Value ucp::toJson(const CheckReport &report) {
-  llvm::json::Array findings;
-  for (const CheckFinding &f : report.findings)
-    findings.push_back(findingToJson(f));
-  llvm::json::Object object{{"path", report.path},
-                            {"sound", report.isSound()},
-                            {"summary", report.summary},
-                            {"tensors", int64_t(report.tensors)},
-                            {"state_arrays", int64_t(report.stateArrays)},
-                            {"ranks", report.ranks},
-                            {"files", int64_t(report.files)},
-                            {"records", int64_t(report.records)},
-                            {"paddings", int64_t(report.paddings)},
-                            {"bytes_read", report.bytesRead},
-                            {"findings", std::move(findings)}};
-  if (!report.pointer.empty())
-    object["pointer"] = report.pointer;
-  return object;
 }

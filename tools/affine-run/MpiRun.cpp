@@ -257,8 +257,8 @@ llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef input,
                                                   InputSupply &supply) {
   // What a replica leaves out is a torch.save archive's large records,
   // which only the DeepSpeed and Universal readers name before they read
-  // them. Each process sees some files: the folder is Universal where any
-  // sees `zero/`.
+  // them. Each process sees some files: a folder any of them sees as
+  // safetensors is refused on all, before anything is sent.
   CheckpointFormat format = detectCheckpointFormat(input);
   std::vector<int64_t> seen = {format == CheckpointFormat::Safetensors};
   if (llvm::Error error =

@@ -93,6 +93,10 @@ struct CheckReport {
 
   /// Whether no finding is fatal.
   bool isSound() const;
+  /// Names the folder `shown` wherever the report names `read` (its path,
+  /// its findings' messages and files): a node-local input's local folder
+  /// named as the user gave it.
+  void showFolderAs(llvm::StringRef read, llvm::StringRef shown);
 };
 
 /// Checks the checkpoint at `path` (anything openCheckpoint reads, or a
@@ -103,6 +107,11 @@ CheckReport checkCheckpoint(llvm::StringRef path, const CheckOptions &options);
 
 /// `report` as JSON.
 llvm::json::Value toJson(const CheckReport &report);
+/// `finding` as JSON: its parts where they apply.
+llvm::json::Object toJson(const CheckFinding &finding);
+/// The finding `value` holds, as toJson wrote it (missing parts as a
+/// finding without them has them).
+CheckFinding findingFromJson(const llvm::json::Object &value);
 
 } // namespace ucp
 
