@@ -167,7 +167,9 @@ llvm::Error MpiGroup::agree(llvm::Error local) {
   if (broken)
     return local;
   bool failed = static_cast<bool>(local);
-  std::string message = failed ? llvm::toString(std::move(local)) : "";
+  std::string message = failed ? replaceAll(llvm::toString(std::move(local)),
+                                            readFolder, shownFolder)
+                               : "";
   // The lowest failing process speaks for all.
   int mine = failed ? process : INT_MAX, first = INT_MAX;
   MPI_Request request;
@@ -190,6 +192,11 @@ llvm::Error MpiGroup::agree(llvm::Error local) {
   if (process == first)
     return makeError(message);
   return makeError("process " + llvm::Twine(first) + " failed: " + text);
+}
+
+void MpiGroup::showFolderAs(llvm::StringRef read, llvm::StringRef shown) {
+  readFolder = read.str();
+  shownFolder = shown.str();
 }
 
 llvm::Error MpiGroup::reduce(std::vector<int64_t> &values,

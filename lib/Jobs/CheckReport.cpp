@@ -6,21 +6,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ucp/Jobs/Check.h"
+#include "ucp/Support/Error.h"
 
 using namespace ucp;
 
 bool CheckReport::isSound() const {
   return llvm::none_of(findings, [](const CheckFinding &f) { return f.fatal; });
-}
-
-/// `text` with every `read` in it replaced by `shown`.
-static std::string replaceAll(llvm::StringRef text, llvm::StringRef read,
-                              llvm::StringRef shown) {
-  std::string out;
-  for (size_t at; !read.empty() && (at = text.find(read)) != text.npos;
-       text = text.drop_front(at + read.size()))
-    out += (text.take_front(at) + shown).str();
-  return out + text.str();
 }
 
 void CheckReport::showFolderAs(llvm::StringRef read, llvm::StringRef shown) {

@@ -23,7 +23,6 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Path.h"
-#include "llvm/Support/Regex.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <set>
@@ -38,25 +37,14 @@ static ProcessGroup *jobGroup = nullptr;
 /// The MPI run of the job, under --mpi.
 static MpiRun *jobMpi = nullptr;
 static std::string messagePrefix = "affine-run: ";
-/// Under --node-local: the input folder, which messages name in place of
-/// the local folders read instead (this process's, or another's in a
-/// message it relays).
-static std::string localInput;
+/// Under --node-local: the local folder this process reads, and the input
+/// folder its messages name instead (a message relayed from another
+/// process names that process's input folder: MpiGroup::showFolderAs).
+static std::string localFolder, localInput;
 
 static int fail(const llvm::Twine &message) {
-  std::string given = (messagePrefix + message + "\n").str();
-  // Each local folder named becomes the input folder, in one pass (the
-  // input folder's own name is never read as a pattern or an escape).
-  std::string text;
-  llvm::Regex local(MpiRun::getLocalFolderPattern());
-  llvm::SmallVector<llvm::StringRef, 2> found;
-  llvm::StringRef rest = given;
-  while (!localInput.empty() && local.match(rest, &found)) {
-    size_t at = found[0].data() - rest.data();
-    text += rest.take_front(at).str() + localInput;
-    rest = rest.drop_front(at + found[0].size());
-  }
-  text += rest.str();
+  std::string text = replaceAll((messagePrefix + message + "\n").str(),
+                                localFolder, localInput);
   // One write: the lines of processes sharing a terminal stay whole.
   llvm::errs() << text;
   return 1;
@@ -128,6 +116,7 @@ static llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
   llvm::Expected<std::string> local = jobMpi->openNodeLocal(input, supply);
   if (!local)
     return local.takeError();
+  localFolder = *local;
   localInput = input.str();
   if (llvm::Error error =
           supplyOpenReads(*local, getCheckShare(), jobGroup, supply))
@@ -534,6 +523,7 @@ int runDeepSpeedCommand(MpiRun &mpi, llvm::ArrayRef<const char *> arguments) {
   int code = runCommand();
   jobGroup = nullptr;
   jobMpi = nullptr;
+  localFolder.clear();
   localInput.clear();
   return code;
 }

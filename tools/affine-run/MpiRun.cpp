@@ -249,10 +249,6 @@ MpiRun::startJob(unsigned threads, llvm::ArrayRef<const char *> arguments,
   return state->group.get();
 }
 
-llvm::StringRef MpiRun::getLocalFolderPattern() {
-  return kNodeLocalFolderPattern;
-}
-
 llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef input,
                                                   InputSupply &supply) {
   // What a replica leaves out is a torch.save archive's large records,
@@ -279,6 +275,7 @@ llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef input,
     return folder.takeError();
   state->input = std::move(*folder);
   NodeLocalFolder &local = *state->input;
+  state->group->showFolderAs(local.getPath(), input);
   supply = [&local](std::vector<FileBytes> reads) -> llvm::Error {
     std::vector<FileRange> ranges;
     // A path outside the local folder goes as it is: fill refuses it on
@@ -365,7 +362,6 @@ llvm::Expected<ProcessGroup *>
 MpiRun::startJob(unsigned, llvm::ArrayRef<const char *>, llvm::StringRef) {
   return refuseMpi();
 }
-llvm::StringRef MpiRun::getLocalFolderPattern() { return "^$"; }
 llvm::Expected<std::string> MpiRun::openNodeLocal(llvm::StringRef,
                                                   InputSupply &) {
   return refuseMpi();

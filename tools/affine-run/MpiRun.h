@@ -31,9 +31,6 @@ public:
   static bool isRequested();
   /// Whether --node-local was given (with --mpi).
   static bool isNodeLocal();
-  /// A regular expression matching any process's local folder of
-  /// openNodeLocal (messages name it where they name a file read).
-  static llvm::StringRef getLocalFolderPattern();
   /// Refuses the options of --mpi given without it.
   static llvm::Error checkOptions();
 
@@ -58,6 +55,7 @@ public:
   /// of which each process holds some files, whole on every process (a
   /// NodeLocalFolder, kept until finish), and returns the local folder to
   /// open instead; `supply` is then what brings the bytes a process reads.
+  /// The group's messages name `input` where they name the local folder.
   llvm::Expected<std::string> openNodeLocal(llvm::StringRef input,
                                             InputSupply &supply);
   /// After openNodeLocal: the process holding the file at `path` of the

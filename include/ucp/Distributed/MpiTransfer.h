@@ -95,6 +95,11 @@ public:
   bool holdsSource(int64_t rank) const override;
   bool holdsTarget(int64_t rank) const override;
   llvm::Error agree(llvm::Error local) override;
+  /// This process's failures, as agree sends them to the others and
+  /// returns them here, name `shown` wherever they name `read`: the folder
+  /// this process reads (a node-local input's local folder) as the user
+  /// gave it.
+  void showFolderAs(llvm::StringRef read, llvm::StringRef shown);
   llvm::Error reduce(std::vector<int64_t> &values,
                      Reduction reduction) override;
   /// Collective: `bytes` of every process become process `root`'s, within
@@ -163,6 +168,8 @@ private:
   std::atomic<int64_t> outputs{0};
   int64_t bytesSent = 0;
   bool broken = false;
+  /// What this process's failures name as what (showFolderAs).
+  std::string readFolder, shownFolder;
   std::map<int, MessageBuffer> sendBuffers, receiveBuffers;
   /// The progress messages in flight and heard (MpiProgress.cpp).
   struct ProgressRelay;

@@ -39,11 +39,6 @@ struct FileRange {
   int64_t bytes = 0;
 };
 
-/// A regular expression matching the path of any process's local folder
-/// (in messages, which name it where they name a file read).
-constexpr const char *kNodeLocalFolderPattern =
-    "/([^ ':]*/)?ucp-node-local-[0-9]+-[A-Za-z0-9]+/[^/ ':]+";
-
 /// Records of at least this many bytes are holes in a replica until
 /// filled; smaller ones (scalars, step counts) travel with the skeleton,
 /// so that what a reader reads while opening is there.

@@ -20,6 +20,12 @@ llvm::Error makeError(const llvm::Twine &message);
 /// An error about `where` (a file, a parameter): "where: message".
 llvm::Error makeError(llvm::StringRef where, const llvm::Twine &message);
 
+/// `text` with every `from` in it replaced by `to`: a message naming a
+/// folder read under another name (a node-local input's local folder) as
+/// the user gave it.
+std::string replaceAll(llvm::StringRef text, llvm::StringRef from,
+                       llvm::StringRef to);
+
 } // namespace ucp
 
 #endif // UCP_SUPPORT_ERROR_H
