@@ -109,8 +109,8 @@ CheckReport checkCheckpoint(llvm::StringRef path, const CheckOptions &options);
 llvm::json::Value toJson(const CheckReport &report);
 /// `finding` as JSON: its parts where they apply.
 llvm::json::Object toJson(const CheckFinding &finding);
-/// The finding `value` holds, as toJson wrote it (missing parts as a
-/// finding without them has them).
+/// The finding `value` holds, as toJson wrote it (a part it leaves out
+/// keeps its default: no file, rank -1, fatal).
 CheckFinding findingFromJson(const llvm::json::Object &value);
 
 } // namespace ucp
