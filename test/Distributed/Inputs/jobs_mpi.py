@@ -7,12 +7,13 @@ For each fixture NAME (a folder under FIXTURES_ROOT holding checkpoint/ and
 maybe universal/), each job (ds-to-universal with --inject_missing_state,
 ds-retarget to DP 3 (or N; with --retarget, only ds-retarget, to the
 target ARGS, one string), export,
-and universal-to-ds where a Universal folder exists) runs once in one
-process and then with --mpi at -np 2, 3 and one of 1, 4, 8 (8 processes
-on 2 cores: oversubscribed). Every output file of the group must be
-byte-identical to the single process's, and the same set of files; a job
-refused alone must be refused under MPI with the same message. Prints one
-line per fixture and job.
+universal-to-ds where a Universal folder exists, and check) runs once in
+one process and then with --mpi at -np 2, 3 and one of 1, 4, 8 (8
+processes on 2 cores: oversubscribed). Every output file of the group must
+be byte-identical to the single process's, and the same set of files; a
+job refused alone must be refused under MPI with the same message; check's
+report (process 0's) must be the single process's, and its exit code too.
+Prints one line per fixture and job.
 
 With --node-local, the jobs run in that storage model instead: the input
 folder's files (in its subfolders too) are dealt to folders of each
@@ -50,6 +51,28 @@ def same_trees(a, b):
                            shallow=False):
             return "%s differs" % name
     return ""
+
+
+def input_of(arguments):
+    """The input folder a job's `arguments` name."""
+    if "--input_folder" in arguments:
+        return arguments[arguments.index("--input_folder") + 1]
+    return arguments[1]
+
+
+def compare_reports(text, code, logs, mpi_code, folder, local):
+    """Empty when process 0's report under MPI (in `logs`) is the one
+    process's `text`, the folder named aside (under --node-local, process
+    0's own folder in `local` for the input `folder`), and both exit
+    alike; else the difference."""
+    with open(os.path.join(logs, "1", "rank.0", "stdout")) as f:
+        report = f.read()
+    if local:
+        report = report.replace(os.path.join(local, "p0"), folder)
+    if report == text and (mpi_code == 0) == (code == 0):
+        return ""
+    return "exit %d, alone %d; report: %s; alone: %s" % (
+        mpi_code, code, report.strip(), text.strip())
 
 
 def find_tag(folder, pointer):
@@ -131,32 +154,41 @@ def main():
             jobs["universal-to-ds"] = [
                 "universal-to-ds", "--input_folder",
                 find_tag(universal, "latest_universal"), "--dp", "2"]
+        if not only_retarget:
+            jobs["check"] = ["check", source]
         extra = [1, 4, 8][index % 3]
         for job, arguments in jobs.items():
+            # check writes nothing: its report is what is compared.
+            checks = job == "check"
             out_flag = "--out" if job == "export" else "--output_folder"
             base = os.path.join(work, name, job)
             alone = os.path.join(base, "alone")
-            code, text = run([affine_run] + arguments +
-                             [out_flag, os.path.join(alone, "out"), "--quiet"])
+            code, text = run([affine_run] + arguments + (
+                [] if checks else [out_flag, os.path.join(alone, "out")]) +
+                ["--quiet"])
             results = []
             for processes in (2, 3, extra):
                 group = os.path.join(base, "np%d" % processes)
                 # Each process's messages in files of their own: mpirun
                 # forwards the processes' streams in chunks that interleave.
                 logs = os.path.join(base, "logs%d" % processes)
+                local = (os.path.join(base, "local%d" % processes)
+                         if node_local else None)
                 mpi_code, mpi_text = run(group_command(
                     mpirun, logs, processes,
                     [affine_run] + arguments +
-                    [out_flag, os.path.join(group, "out"), "--quiet",
-                     "--mpi"] + (["--node-local"] if node_local else []),
-                    arguments[arguments.index("--input_folder") + 1],
-                    os.path.join(base, "local%d" % processes)
-                    if node_local else None))
+                    ([] if checks else [out_flag, os.path.join(group, "out")])
+                    + ["--quiet", "--mpi"] +
+                    (["--node-local"] if node_local else []),
+                    input_of(arguments), local))
                 first = os.path.join(logs, "1", "rank.0", "stderr")
                 if os.path.exists(first):
                     with open(first) as f:
                         mpi_text = f.read()
-                if code == 0:
+                if checks:
+                    difference = compare_reports(text, code, logs, mpi_code,
+                                                 input_of(arguments), local)
+                elif code == 0:
                     difference = (same_trees(alone, group) if mpi_code == 0
                                   else "failed: " + mpi_text.strip())
                 else:
@@ -171,7 +203,8 @@ def main():
                     print("MISMATCH %s %s -np %d: %s" %
                           (name, job, processes, difference))
                 results.append(str(processes))
-            outcome = "identical" if code == 0 else "refused alike"
+            outcome = ("identical" if code == 0 else
+                       "unsound alike" if checks else "refused alike")
             print("%s %s -np %s: %s" %
                   (name, job, ",".join(results), outcome))
     print("%d mismatches" % failures)
