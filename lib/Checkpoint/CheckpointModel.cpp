@@ -89,18 +89,11 @@ std::optional<FileBytes> CheckpointSource::getShardBytes(size_t index,
   const llvm::MemoryBuffer *buffer = getShardBuffer(index, state, rank);
   if (!type || !data || !buffer)
     return std::nullopt;
-  for (const Shard &shard : tensor.map.shards) {
-    if (shard.rank != rank)
-      continue;
-    int64_t bytes =
-        getNumElements(shard.shape).value_or(0) * getElementSize(*type);
-    // A shard copied into memory on open lies in no file.
-    if (data < buffer->getBufferStart() ||
-        bytes > buffer->getBufferEnd() - data)
-      return std::nullopt;
-    return FileBytes{buffer->getBufferIdentifier().str(),
-                     data - buffer->getBufferStart(), bytes};
-  }
+  for (const Shard &shard : tensor.map.shards)
+    if (shard.rank == rank)
+      return FileBytes{
+          buffer->getBufferIdentifier().str(), data - buffer->getBufferStart(),
+          getNumElements(shard.shape).value_or(0) * getElementSize(*type)};
   return std::nullopt;
 }
 

@@ -432,7 +432,8 @@ DeepSpeedCheckpoint::getFragmentBuffer(const DeepSpeedParam &param,
       isUniversal()
           ? *universalFiles[getIndex(param)][static_cast<size_t>(state)]
           : *ranks[rank].file;
-  return &file.getBuffer();
+  return getBufferHolding(file.getBuffer(),
+                          getFragment(param, rank, state).data);
 }
 
 void DeepSpeedCheckpoint::releaseFragmentPages(const DeepSpeedParam &param,

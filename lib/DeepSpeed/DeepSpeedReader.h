@@ -28,6 +28,14 @@ std::vector<int> getCheckOwners(llvm::ArrayRef<DeepSpeedParam> params,
 /// (checkOptimizerCopies).
 bool comparesOptimizerCopy(const CheckShare &share, size_t rank);
 
+/// `file` where `data` lies in it; null where it does not (bytes copied
+/// into memory on open: makeRowMajor), as getShardBuffer promises.
+inline const llvm::MemoryBuffer *
+getBufferHolding(const llvm::MemoryBuffer &file, const char *data) {
+  return data >= file.getBufferStart() && data < file.getBufferEnd() ? &file
+                                                                     : nullptr;
+}
+
 /// Whether `param` is held by several pipeline stages (a tied module's),
 /// at TP degree `tp`.
 inline bool isTiedAcrossStages(const DeepSpeedParam &param, int64_t tp) {

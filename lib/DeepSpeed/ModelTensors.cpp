@@ -132,12 +132,7 @@ DeepSpeedCheckpoint::getShardBuffer(size_t index, TensorState state,
   if (index < params.size())
     return getFragmentBuffer(params[index], rank, state);
   const SavedShard &saved = savedShards[index - params.size()][rank];
-  // A saved tensor made whole in memory (savedCopies) is in no file.
-  if (llvm::any_of(savedCopies, [&](const std::string &copy) {
-        return copy.data() == saved.data;
-      }))
-    return nullptr;
-  return &saved.file->getBuffer();
+  return getBufferHolding(saved.file->getBuffer(), saved.data);
 }
 
 Error DeepSpeedCheckpoint::checkComplete() const {

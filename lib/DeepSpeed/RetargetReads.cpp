@@ -6,9 +6,8 @@
 // storage from the source fragments of the parameters with elements in
 // its partition (every rank of them, which checking their replicas and
 // values reads too), the fp32 masters, a source storage, or a frozen
-// parameter's shards; layer and
-// expert files are copied whole, or made from the masters where the source
-// is a Universal folder.
+// parameter's shards; layer and expert files are copied whole, or made
+// from the masters where the source is a Universal folder.
 //
 //===----------------------------------------------------------------------===//
 
