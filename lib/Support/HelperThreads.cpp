@@ -134,6 +134,10 @@ void ucp::runOnHelperThreads(unsigned helpers,
   pool.wake.notify_all();
   work();
   std::unique_lock<std::mutex> guard(pool.lock);
+  // `work` has taken all there was: a helper still waking would find
+  // nothing left, so the run waits only for those that joined. Waking one
+  // can take longer than a whole run (docs/Execution.md).
+  pool.wanted = pool.joined;
   pool.finished.wait(guard, [&] { return pool.done == pool.wanted; });
   pool.work = nullptr;
 }

@@ -13,6 +13,8 @@ of the shard. On maps this package offers what the affine-ucp tools do:
   segments and fills, :func:`write_plans`;
 * tensors (torch or numpy, CPU): :func:`extract`, :func:`rebuild`,
   :func:`reshard`, :func:`run_plan`, with scale powers for optimizer states;
+  large outputs kept for reuse when freed (:func:`set_cache_limit`,
+  :func:`cached_bytes`, :func:`empty_cache`);
 * across processes: :func:`reshard_mpi` on an mpi4py communicator;
 * checkpoints: :func:`open_checkpoint`, :func:`ds_to_universal`,
   :func:`retarget`, :func:`export`, :func:`read_safetensors`.
@@ -37,7 +39,9 @@ from .checkpoints import (ds_to_universal, export, open_checkpoint,
                           read_safetensors, retarget)
 from .distributed import reshard_mpi
 from .errors import VerificationError
-from .tensors import extract, get_scale_power, rebuild, reshard, run_plan
+from .tensors import (cache_limit, cached_bytes, empty_cache, extract,
+                      get_scale_power, rebuild, reshard, run_plan,
+                      set_cache_limit)
 
 
 def read_maps(path: str) -> List[ParamMap]:
@@ -62,12 +66,15 @@ def verify(map: ParamMap, raise_on_error: bool = True) -> dict:
 __all__ = [
     "CopyProgram", "DeepSpeedCheckpoint", "Fill", "ParamMap", "Piece",
     "Segment", "Shard", "TransferPlan", "VerificationError",
-    "bigcode_layout", "block_layout", "canonicalize", "codegen_layout",
-    "compose", "ds_to_universal", "expert_layout", "export", "extract",
+    "bigcode_layout", "block_layout", "cache_limit", "cached_bytes",
+    "canonicalize", "codegen_layout",
+    "compose", "ds_to_universal", "empty_cache", "expert_layout", "export",
+    "extract",
     "flat_range_layout", "full_tensor_map", "get_scale_power", "nest",
     "open_checkpoint", "padded_vocab_layout", "parse_maps", "parse_plans",
     "read_maps", "read_safetensors", "rebuild", "replicated_layout",
-    "reshard", "reshard_mpi", "retarget", "run_plan", "scaled_bias_layout", "shard_sizes",
+    "reshard", "reshard_mpi", "retarget", "run_plan", "scaled_bias_layout",
+    "set_cache_limit", "shard_sizes",
     "split_layout", "split_sub_param_layout", "sub_param_layout",
     "summarize", "summarize_plans", "verify", "write_maps", "write_plans",
     "yuan_layout",

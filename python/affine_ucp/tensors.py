@@ -9,6 +9,7 @@ non-contiguous target is written through a contiguous copy that is then
 copied back.
 """
 
+import math
 import operator
 import sys
 from typing import TYPE_CHECKING, Dict, Mapping, Optional, Union
@@ -122,25 +123,71 @@ class _Buffer:
             self.original[...] = self.array
 
 
+# Outputs of at least this many bytes come from the caching allocator
+# (set_cache_limit); smaller ones from torch or numpy, whose allocator keeps
+# and hands back small blocks itself.
+_CACHED_OUTPUT_BYTES = 4 << 20
+
+
 def _empty_like(example: Array, shape) -> Array:
-    """An output of `shape` and `example`'s dtype, not yet written, on
-    huge pages where it spans some (_on_huge_pages)."""
+    """An output of `shape` and `example`'s dtype, not yet written: a large
+    one from the caching allocator (fresh memory on huge pages, or an
+    output freed earlier, already mapped)."""
+    shape = tuple(shape)
+    count = math.prod(shape)
     torch = _loaded("torch")
     if torch is not None and isinstance(example, torch.Tensor):
-        made = torch.empty(tuple(shape), dtype=example.dtype)
-        _on_huge_pages(made.data_ptr(), made.numel() * made.element_size())
-        return made
-    array = _loaded("numpy").empty(tuple(shape), dtype=example.dtype)
-    _on_huge_pages(array.ctypes.data, array.nbytes)
-    return array
+        buffer = _output_buffer(count * example.element_size())
+        if buffer is None:
+            return torch.empty(shape, dtype=example.dtype)
+        return torch.frombuffer(buffer, dtype=example.dtype,
+                                count=count).view(shape)
+    numpy = _loaded("numpy")
+    buffer = _output_buffer(count * numpy.dtype(example.dtype).itemsize)
+    if buffer is None:
+        return numpy.empty(shape, dtype=example.dtype)
+    return numpy.frombuffer(buffer, dtype=example.dtype,
+                            count=count).reshape(shape)
 
 
-def _on_huge_pages(address: int, size: int) -> None:
-    """Asks for huge pages under a fresh output: its first writes then
-    fault once per 2 MiB, not once per 4 KiB (where page faults are slow,
-    as on a virtual machine, they cost many times the copy)."""
-    if size >= 4 << 20:
-        _core.advise_huge_pages(address, size)
+def _output_buffer(size: int) -> "Optional[_core.OutputBuffer]":
+    """A buffer of the caching allocator for an output of `size` bytes;
+    None for a small one (torch's and numpy's allocators keep those), or
+    where no memory can be mapped (the process is at its limit of
+    mappings)."""
+    if size < _CACHED_OUTPUT_BYTES:
+        return None
+    return _core.allocate_output(size)
+
+
+def set_cache_limit(limit: int) -> None:
+    """Sets the most bytes of freed outputs kept for reuse (by default
+    2 GiB, or an eighth of the machine's memory if less). Large outputs
+    (4 MiB and more) are mapped on huge pages; when the last view of one
+    is dropped its memory is kept for the next output of about its size,
+    which then costs no page faults. 0 keeps none: every kept output is
+    given back to the system."""
+    limit = operator.index(limit)
+    if limit < 0:
+        raise ValueError(f"cache limit {limit}: expected bytes >= 0")
+    _core.set_cache_limit(limit)
+
+
+def cache_limit() -> int:
+    """The most bytes of freed outputs kept for reuse (set_cache_limit)."""
+    return _core.cache_limit()
+
+
+def cached_bytes() -> int:
+    """The bytes of freed outputs kept for reuse now."""
+    return _core.cached_bytes()
+
+
+def empty_cache() -> None:
+    """Gives every kept output back to the system; the limit stays."""
+    limit = _core.cache_limit()
+    _core.set_cache_limit(0)
+    _core.set_cache_limit(limit)
 
 
 def run_plan(plan, sources: Mapping[int, Array],

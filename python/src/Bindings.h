@@ -62,6 +62,7 @@ void bindLayouts(py::module_ &m);
 void bindPlans(py::module_ &m);
 void bindCheckpoints(py::module_ &m);
 void bindMpi(py::module_ &m);
+void bindMemory(py::module_ &m);
 
 } // namespace ucp::python
 

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   ucp::python::bindPlans(m);
   ucp::python::bindCheckpoints(m);
   ucp::python::bindMpi(m);
+  ucp::python::bindMemory(m);
 }

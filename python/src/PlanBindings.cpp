@@ -17,7 +17,6 @@
 #include "ucp/Formats/Json/PlanDocument.h"
 #include "ucp/Plan/Compose.h"
 #include "ucp/Plan/Planner.h"
-#include "ucp/Support/HugePages.h"
 
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -204,14 +203,6 @@ void ucp::python::bindPlans(py::module_ &m) {
       py::arg("plans"), "The summary table of `plans`.");
   m.def("lower", &lowerPlan, py::arg("plan"),
         "The copy program of `plan`, for every state of its parameter.");
-  m.def(
-      "advise_huge_pages",
-      [](uintptr_t address, size_t bytes) {
-        return adviseHugePages(reinterpret_cast<void *>(address), bytes);
-      },
-      py::arg("address"), py::arg("bytes"),
-      "Asks for transparent huge pages under fresh memory at `address` "
-      "(its whole 2 MiB pages); whether the kernel took the hint.");
   m.def("program_into", &getProgramInto, py::arg("program"),
         py::arg("target"),
         "The part of `program` that writes target shard `target`.");

@@ -3,6 +3,7 @@ random layouts and every dtype, views and non-contiguous tensors, numpy,
 scale powers, replica checks and refusals."""
 
 import copy
+import io
 import pickle
 import subprocess
 import sys
@@ -214,16 +215,94 @@ def test_programs_are_kept_per_map_and_follow_changes():
     assert torch.equal(copied.rebuild({0: full[:2], 1: full[2:]}), full)
 
 
-def test_fresh_outputs_ask_for_huge_pages():
-    # A hint for memory not yet written: taken for a range holding whole
-    # 2 MiB pages where the kernel has transparent huge pages, refused
-    # (False, never an error) where it holds none.
-    big = torch.empty(8 << 20, dtype=torch.uint8)
-    assert u._core.advise_huge_pages(big.data_ptr(), 8 << 20) in (True, False)
-    assert u._core.advise_huge_pages(big.data_ptr(), 4096) is False
-    assert u._core.advise_huge_pages(big.data_ptr(), 0) is False
-    # Outputs made that way hold what the copies wrote.
+def test_large_outputs_are_kept_for_reuse():
+    limit = u.cache_limit()
+    u.empty_cache()
+    try:
+        # f32 shards of 8 MiB and an F of 16 MiB: the caching allocator's.
+        m = u.split_layout("w", [4096, 1024], 0, [2048, 2048])
+        full = torch.randn(4096, 1024)
+        shard = u.extract(m, full, 1)
+        assert torch.equal(shard, full[2048:])
+        address = shard.data_ptr()
+        assert address % (2 << 20) == 0  # A mapping of its own.
+        assert u.cached_bytes() == 0
+        del shard
+        assert u.cached_bytes() == 8 << 20
+        # The next output of that size takes it, and holds what it wrote.
+        again = u.extract(m, full, 0)
+        assert again.data_ptr() == address
+        assert torch.equal(again, full[:2048])
+        assert u.cached_bytes() == 0
+        # A view keeps its buffer: the next output gets other memory.
+        view = again[5:]
+        del again
+        assert u.cached_bytes() == 0
+        other = u.extract(m, full, 1)
+        assert other.data_ptr() != address
+        assert torch.equal(view, full[5:2048])
+        del view
+        assert u.cached_bytes() == 8 << 20
+        # Reused for rebuild's F only where it needs at least half of it.
+        rebuilt = u.rebuild(m, {0: full[:2048], 1: other})
+        assert torch.equal(rebuilt, full)
+        assert rebuilt.data_ptr() != address and u.cached_bytes() == 8 << 20
+        # An ordinary tensor over a buffer: it saves, pickles, moves to
+        # shared memory and converts to numpy; growing it is refused.
+        saved = io.BytesIO()
+        torch.save(other, saved)
+        saved.seek(0)
+        assert torch.equal(torch.load(saved), full[2048:])
+        assert torch.equal(pickle.loads(pickle.dumps(other)), full[2048:])
+        assert (other.numpy() == full[2048:].numpy()).all()
+        with pytest.raises(RuntimeError, match="not resizable"):
+            other.resize_(4097, 1024)
+        shared = u.extract(m, full, 1).share_memory_()
+        assert shared.is_shared() and torch.equal(shared, full[2048:])
+        del shared
+        # numpy outputs too, as writable arrays.
+        array = u.extract(m, full.numpy(), 0)
+        assert array.ctypes.data == address and array.flags.writeable
+        assert (array == full[:2048].numpy()).all()
+        # Small outputs are torch's own, never kept.
+        small = u.extract(u.split_layout("s", [64, 8], 0, [32, 32]),
+                          full[:64, :8].contiguous(), 1)
+        del small
+        assert u.cached_bytes() == 0
+        # Beyond the limit, the outputs kept longest go back to the system.
+        u.set_cache_limit(24 << 20)
+        del rebuilt, other
+        assert u.cached_bytes() == 24 << 20
+        del array
+        assert u.cached_bytes() == 16 << 20  # F's 16 MiB went.
+        u.empty_cache()
+        assert u.cached_bytes() == 0 and u.cache_limit() == 24 << 20
+        kept = u.extract(m, full, 0)
+        del kept
+        u.set_cache_limit(0)
+        assert u.cached_bytes() == 0
+        with pytest.raises(ValueError, match="expected bytes >= 0"):
+            u.set_cache_limit(-1)
+        with pytest.raises(TypeError):
+            u.set_cache_limit(1.5)
+    finally:
+        u.set_cache_limit(limit)
+
+
+def test_outputs_fall_back_where_no_memory_can_be_mapped(monkeypatch):
+    # The allocator answers None where mmap fails (here: an address space
+    # too small for the buffer)...
+    script = ("import resource, affine_ucp as u\n"
+              "soft, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (16 << 30, hard))\n"
+              "print(u._core.allocate_output(32 << 30),"
+              " u._core.allocate_output(8 << 20) is not None)\n")
+    result = subprocess.run([sys.executable, "-c", script], check=True,
+                            capture_output=True, text=True)
+    assert result.stdout.split() == ["None", "True"]
+    # ... and the output is then torch's or numpy's own.
+    monkeypatch.setattr(u._core, "allocate_output", lambda size: None)
     m = u.split_layout("w", [4096, 1024], 0, [2048, 2048])
     full = torch.randn(4096, 1024)
     assert torch.equal(u.extract(m, full, 1), full[2048:])
-    assert torch.equal(u.rebuild(m, u.extract(m, full)), full)
+    assert (u.extract(m, full.numpy(), 0) == full[:2048].numpy()).all()

@@ -62,6 +62,17 @@ TEST(HelperThreads, HelpersAreKeptBetweenRuns) {
   EXPECT_EQ(seen.size(), 4u);
 }
 
+TEST(HelperThreads, ARunDoesNotWaitForHelpersStillWaking) {
+  // The caller's share takes everything at once; a helper that wakes after
+  // that finds the run over and never calls `work`. Waiting for each to
+  // wake, every run would call it on all three.
+  std::atomic<int> calls{0};
+  for (int run = 0; run < 200; ++run)
+    runOnHelperThreads(2, [&] { ++calls; });
+  EXPECT_GE(calls.load(), 200);
+  EXPECT_LT(calls.load(), 600);
+}
+
 TEST(HelperThreads, ConcurrentCallersBothFinish) {
   // One caller holds the kept helpers; the other starts its own.
   std::thread other([] { runSharedWork(2, 100, 32); });
