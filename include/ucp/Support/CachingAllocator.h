@@ -2,14 +2,14 @@
 //
 // Memory the kernel hands out fresh is zeroed and mapped page by page on
 // its first write, and for a large output that costs more than the copy
-// into it: on a virtual machine a 4 KiB page fault costs about a
-// microsecond, three times the copy of its 4 KiB. The C library maps every
-// allocation above 32 MiB afresh and unmaps it when freed, so a caller that
-// rebuilds tensor after tensor pays this on every call. The caching
-// allocator maps large buffers itself, on transparent huge pages (one fault
-// per 2 MiB), and keeps a buffer that is freed for the next allocation of
-// about its size, as a GPU caching allocator does; what it keeps unused is
-// bounded by a limit. docs/Python.md has the measurements.
+// into it (on a virtual machine, a 4 KiB page fault costs about nine times
+// the writing of its 4 KiB). The C library maps every allocation above
+// 32 MiB afresh and unmaps it when freed, so a caller that rebuilds tensor
+// after tensor pays this on every call. The caching allocator maps large
+// buffers itself, on transparent huge pages (one fault per 2 MiB), and
+// keeps a buffer that is freed for the next allocation of about its size,
+// as a GPU caching allocator does; what it keeps unused is bounded by a
+// limit. docs/Python.md has the measurements.
 //
 //===----------------------------------------------------------------------===//
 
