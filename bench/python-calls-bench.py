@@ -18,17 +18,18 @@ which the affine module's executor follows):
   DeepSpeed's module does).
 
 Prints each time (the best of --repeat, the ways alternated), the ratio
-loop / affine_ucp, the copy floor (the same bytes moved into fresh
-torch.empty outputs by one contiguous copy each: where the loop is at it,
-no way of copying is faster) and its ratio floor / affine_ucp, and the
-peak memory each call adds beyond its inputs (the process's peak RSS, reset before the call), against the
-output's size. affine_ucp's large outputs come from its caching allocator:
-the times "kept" reuse the memory of the outputs the call before freed
-(as a loop converting tensor after tensor does); the times "fresh", taken
-after the others, empty the cache first, so that every output is fresh
-memory (on huge pages), and the peak memory is the fresh call's. The loop's torch.empty maps
-outputs above 32 MiB afresh each time, 4 KiB page by page; smaller ones
-the C library hands back warm.
+loop / affine_ucp, the copy floor (the same bytes moved into torch.empty
+outputs by one contiguous copy each: where the loop is at it, no way of
+copying is faster) and its ratio floor / affine_ucp, and the peak memory
+a call adds beyond its inputs (the process's peak RSS, reset before the
+call), against the output's size. affine_ucp's large outputs come from
+its caching allocator: the times "kept" reuse the memory of the outputs
+the call before freed (as a loop converting tensor after tensor does);
+the times "fresh", taken after the others, empty the cache first, so
+that every output is fresh memory (on huge pages), and the peak memory
+is the fresh call's. The loop's torch.empty maps outputs above 32 MiB
+afresh each time, 4 KiB page by page; smaller ones the C library hands
+back warm.
 """
 
 import argparse

@@ -289,6 +289,26 @@ def test_large_outputs_are_kept_for_reuse():
         u.set_cache_limit(limit)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_outputs_of_every_dtype(dtype):
+    # Shards of 4 to 8 MiB come from the caching allocator, as tensors of
+    # the source's dtype and the shard's shape, for torch and numpy.
+    generator = torch.Generator().manual_seed(7)
+    columns = (8 << 20) // torch.empty(0, dtype=dtype).element_size() // 1024
+    full = random_tensor((1024, columns), dtype, generator)
+    m = u.split_layout("w", [1024, columns], 1, [columns // 2] * 2)
+    for rank, part in u.extract(m, full).items():
+        assert part.dtype == dtype and part.shape == (1024, columns // 2)
+        assert part.data_ptr() % (2 << 20) == 0
+        assert torch.equal(part, reference_extract(m, full, rank))
+    assert torch.equal(u.rebuild(m, u.extract(m, full)), full)
+    if dtype != torch.bfloat16:
+        array = u.extract(m, full.numpy(), 1)
+        assert array.dtype == full.numpy().dtype
+        assert array.ctypes.data % (2 << 20) == 0
+        assert (array == reference_extract(m, full, 1).numpy()).all()
+
+
 def test_outputs_fall_back_where_no_memory_can_be_mapped(monkeypatch):
     # The allocator answers None where mmap fails (here: an address space
     # too small for the buffer)...
