@@ -29,7 +29,6 @@ public:
     return py::buffer_info(data, 1, py::format_descriptor<uint8_t>::format(), 1,
                            {bytes}, {1});
   }
-  uintptr_t getAddress() const { return reinterpret_cast<uintptr_t>(data); }
 
 private:
   void *data;
@@ -42,8 +41,7 @@ void ucp::python::bindMemory(py::module_ &m) {
   py::class_<OutputBuffer>(m, "OutputBuffer", py::buffer_protocol(),
                            "A buffer of the caching allocator: bytes "
                            "(writable) through the buffer protocol.")
-      .def_buffer(&OutputBuffer::getInfo)
-      .def_property_readonly("address", &OutputBuffer::getAddress);
+      .def_buffer(&OutputBuffer::getInfo);
   m.def(
       "allocate_output",
       [](size_t bytes) -> std::unique_ptr<OutputBuffer> {
