@@ -2,7 +2,7 @@
 //
 // The extension `affine_ucp._core` is a thin layer over the C++ libraries:
 // each file binds one of them (maps, layouts, plans and execution,
-// checkpoints). Errors of the libraries (llvm::Error) become Python
+// checkpoints, MPI, the memory of large outputs). Errors of the libraries (llvm::Error) become Python
 // ValueErrors carrying the libraries' own messages; the Python package
 // (`affine_ucp`) turns the structured results into its exception types and
 // takes torch tensors and numpy arrays.
