@@ -66,12 +66,13 @@ void *CachingAllocator::allocate(size_t bytes) {
     // The smallest kept buffer that fits, unless over twice the need: a
     // larger one would hold its unused part resident for as long as the
     // output lives.
-    auto fit = keptBySize.lower_bound(size);
+    auto fit = keptBySize.lower_bound({size, 0});
     if (fit != keptBySize.end() && fit->first / 2 <= size) {
-      void *buffer = keptByAge.at(fit->second);
-      keptByAge.erase(fit->second);
-      keptBytes -= fit->first;
+      auto [keptSize, age] = *fit;
+      void *buffer = keptByAge.at(age);
+      keptByAge.erase(age);
       keptBySize.erase(fit);
+      keptBytes -= keptSize;
       return buffer;
     }
   }
@@ -93,13 +94,18 @@ void CachingAllocator::release(void *buffer) {
   keptByAge[age] = buffer;
   keptBySize.emplace(size, age);
   keptBytes += size;
-  trimToLimit();
+  trimTo(limit);
 }
 
 void CachingAllocator::setLimit(size_t bytes) {
   std::lock_guard<std::mutex> guard(lock);
   limit = bytes;
-  trimToLimit();
+  trimTo(limit);
+}
+
+void CachingAllocator::releaseKept() {
+  std::lock_guard<std::mutex> guard(lock);
+  trimTo(0);
 }
 
 size_t CachingAllocator::getLimit() const {
@@ -117,16 +123,12 @@ size_t CachingAllocator::getMappedBytes() const {
   return mappedBytes;
 }
 
-void CachingAllocator::trimToLimit() {
-  while (keptBytes > limit) {
-    auto oldest = keptByAge.begin();
-    void *buffer = oldest->second;
+void CachingAllocator::trimTo(size_t bytes) {
+  while (keptBytes > bytes) {
+    auto [age, buffer] = *keptByAge.begin();
     size_t size = sizes.find(buffer)->second;
-    auto [first, last] = keptBySize.equal_range(size);
-    keptBySize.erase(std::find_if(first, last, [&](const auto &entry) {
-      return entry.second == oldest->first;
-    }));
-    keptByAge.erase(oldest);
+    keptBySize.erase({size, age});
+    keptByAge.erase(age);
     sizes.erase(buffer);
     keptBytes -= size;
     mappedBytes -= size;

@@ -185,9 +185,7 @@ def cached_bytes() -> int:
 
 def empty_cache() -> None:
     """Gives every kept output back to the system; the limit stays."""
-    limit = _core.cache_limit()
-    _core.set_cache_limit(0)
-    _core.set_cache_limit(limit)
+    _core.empty_cache()
 
 
 def run_plan(plan, sources: Mapping[int, Array],

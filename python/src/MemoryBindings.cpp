@@ -64,6 +64,9 @@ void ucp::python::bindMemory(py::module_ &m) {
       "Sets the most bytes of freed outputs kept for reuse; the oldest "
       "kept beyond it are given back to the system.");
   m.def(
+      "empty_cache", [] { CachingAllocator::get().releaseKept(); },
+      "Gives every kept output back to the system; the limit stays.");
+  m.def(
       "cache_limit", [] { return CachingAllocator::get().getLimit(); },
       "The most bytes of freed outputs kept for reuse.");
   m.def(

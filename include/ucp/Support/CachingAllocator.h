@@ -19,6 +19,8 @@
 #include <cstddef>
 #include <map>
 #include <mutex>
+#include <set>
+#include <utility>
 
 namespace ucp {
 
@@ -37,7 +39,7 @@ public:
   CachingAllocator(const CachingAllocator &) = delete;
   CachingAllocator &operator=(const CachingAllocator &) = delete;
   /// Unmaps what it keeps; buffers still in use stay mapped.
-  ~CachingAllocator() { setLimit(0); }
+  ~CachingAllocator() { releaseKept(); }
 
   /// A buffer of at least `bytes` (more than zero), 2 MiB aligned: a kept
   /// one where one fits, else a fresh mapping. Null where memory cannot be
@@ -53,13 +55,17 @@ public:
   void setLimit(size_t bytes);
   size_t getLimit() const;
 
+  /// Unmaps every kept buffer; the limit stays.
+  void releaseKept();
+
   /// The bytes kept unused, and mapped in all (kept and in use).
   size_t getKeptBytes() const;
   size_t getMappedBytes() const;
 
 private:
-  /// Unmaps the buffers kept longest until the kept bytes fit the limit.
-  void trimToLimit();
+  /// Unmaps the buffers kept longest until the kept bytes are at most
+  /// `bytes`.
+  void trimTo(size_t bytes);
 
   mutable std::mutex lock;
   size_t limit;
@@ -67,8 +73,8 @@ private:
   std::map<void *, size_t> sizes;
   /// The kept buffers, by the order they were released: address.
   std::map<unsigned long long, void *> keptByAge;
-  /// The kept buffers by size (for best fit): their release order.
-  std::multimap<size_t, unsigned long long> keptBySize;
+  /// The kept buffers by size (for best fit), then release order.
+  std::set<std::pair<size_t, unsigned long long>> keptBySize;
   unsigned long long releases = 0;
   size_t keptBytes = 0, mappedBytes = 0;
 };
